@@ -1,0 +1,75 @@
+"""Exceptions raised by gateway_kit.
+
+The tree::
+
+    GatewayKitError
+    ├── EventLogError
+    │   ├── InvalidEvent          bad stream/type/data: nothing was written
+    │   │   └── PayloadTooLarge   encoded data above the configured limit
+    │   ├── InvalidCursor         a cursor that is negative or not an integer
+    │   └── LogClosed             the log was closed
+    └── UpstreamError             talking to goose failed
+        ├── UpstreamUnavailable   goose could not be reached (connect error, timeout)
+        └── UpstreamHTTPError     goose answered with an error status (``status``, ``message``)
+            ├── UpstreamAuthError     401: wrong or missing X-Secret-Key
+            ├── SessionNotFound       404: goose does not know the session
+            ├── SessionBusy           400: "Session already has an active request"
+            └── UpstreamBadRequest    any other 400
+"""
+
+from __future__ import annotations
+
+
+class GatewayKitError(Exception):
+    """Base class of every error gateway_kit raises."""
+
+
+class EventLogError(GatewayKitError):
+    pass
+
+
+class InvalidEvent(EventLogError, ValueError):
+    pass
+
+
+class PayloadTooLarge(InvalidEvent):
+    pass
+
+
+class InvalidCursor(EventLogError, ValueError):
+    pass
+
+
+class LogClosed(EventLogError):
+    pass
+
+
+class UpstreamError(GatewayKitError):
+    pass
+
+
+class UpstreamUnavailable(UpstreamError):
+    pass
+
+
+class UpstreamHTTPError(UpstreamError):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"goose answered {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+class UpstreamAuthError(UpstreamHTTPError):
+    pass
+
+
+class SessionNotFound(UpstreamHTTPError):
+    pass
+
+
+class SessionBusy(UpstreamHTTPError):
+    pass
+
+
+class UpstreamBadRequest(UpstreamHTTPError):
+    pass
