@@ -1,0 +1,86 @@
+"""What the event log needs from a database, and the parts both backends share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from .event import Event, NewEvent
+from .schema import COLUMNS, EVENTS
+
+Row = Sequence[Any]
+
+
+class Backend(Protocol):
+    """One database behind an `EventLog`.
+
+    `insert` is only ever called by one thread at a time (the group-commit leader); everything
+    else may be called from any thread.
+    """
+
+    dialect: str
+
+    def version(self) -> str | None: ...
+    def epoch(self) -> str: ...
+    def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]: ...
+    def read(
+        self, after: int, stream: str | None, run_id: str | None, limit: int
+    ) -> list[Event]: ...
+    def last_seq(self, stream: str | None) -> int: ...
+    def prune(
+        self, finished_before: float, archive: Callable[[list[Event]], None] | None
+    ) -> int: ...
+    def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None: ...
+    def close(self) -> None: ...
+
+
+def row_to_event(row: Row) -> Event:
+    return Event(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7])
+
+
+def select_sql(stream: str | None, run_id: str | None, placeholder: str) -> str:
+    where = [f"seq > {placeholder}"]
+    if stream is not None:
+        where.append(f"stream = {placeholder}")
+    if run_id is not None:
+        where.append(f"run_id = {placeholder}")
+    return (
+        f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} "
+        f"ORDER BY seq LIMIT {placeholder}"
+    )
+
+
+def select_params(after: int, stream: str | None, run_id: str | None, limit: int) -> list[Any]:
+    params: list[Any] = [after]
+    if stream is not None:
+        params.append(stream)
+    if run_id is not None:
+        params.append(run_id)
+    params.append(limit)
+    return params
+
+
+def last_seq_sql(stream: str | None, placeholder: str) -> str:
+    if stream is None:
+        return f"SELECT COALESCE(MAX(seq), 0) FROM {EVENTS}"
+    return f"SELECT COALESCE(MAX(seq), 0) FROM {EVENTS} WHERE stream = {placeholder}"
+
+
+def prunable_runs_sql(placeholder: str, terminal: str) -> str:
+    """Runs whose terminal event is older than the cutoff, in streams with no active run.
+
+    A run is active while it has events but no terminal one; its whole stream is left alone.
+    """
+    return f"""
+        SELECT t.run_id FROM {EVENTS} t
+        WHERE t.run_id IS NOT NULL AND t.type IN ({terminal})
+        GROUP BY t.run_id, t.stream
+        HAVING MAX(t.created_at) < {placeholder}
+           AND t.stream NOT IN (
+               SELECT a.stream FROM {EVENTS} a
+               WHERE a.run_id IS NOT NULL AND NOT EXISTS (
+                   SELECT 1 FROM {EVENTS} f
+                   WHERE f.run_id = a.run_id AND f.type IN ({terminal})
+               )
+           )
+    """

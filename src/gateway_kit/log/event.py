@@ -1,0 +1,190 @@
+"""The `Event` record and the validation every append goes through."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..exceptions import InvalidCursor, InvalidEvent, PayloadTooLarge
+
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+MAX_NAME_LENGTH = 200
+TERMINAL_TYPES = frozenset({"Finish", "Error"})
+
+# ensure_ascii=False keeps the stored text close to what was sent; U+2028/U+2029 are legal
+# in JSON strings, and every reader decodes with json.loads, so they round-trip unchanged.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """A validated event not yet written: what the backends insert."""
+
+    stream: str
+    type: str
+    data_json: str
+    run_id: str | None
+    upstream_event_id: str | None
+
+
+class Event:
+    """One committed event of the log. `data` is decoded lazily from the stored JSON text."""
+
+    __slots__ = (
+        "_created_at",
+        "_data",
+        "data_json",
+        "pos",
+        "run_id",
+        "seq",
+        "stream",
+        "type",
+        "upstream_event_id",
+    )
+
+    def __init__(
+        self,
+        seq: int,
+        stream: str,
+        pos: int,
+        run_id: str | None,
+        type: str,
+        data_json: str,
+        upstream_event_id: str | None,
+        created_at: float,
+    ) -> None:
+        self.seq = seq
+        self.stream = stream
+        self.pos = pos
+        self.run_id = run_id
+        self.type = type
+        self.data_json = data_json
+        self.upstream_event_id = upstream_event_id
+        self._created_at = created_at
+        self._data: dict[str, Any] | None = None
+
+    # created_at is stored as epoch seconds: cheap to compare in retention queries.
+    @property
+    def created_at(self) -> datetime:
+        return datetime.fromtimestamp(self._created_at, UTC)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = json.loads(self.data_json)
+        return self._data
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.type in TERMINAL_TYPES
+
+    def envelope(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "stream": self.stream,
+            "pos": self.pos,
+            "run_id": self.run_id,
+            "type": self.type,
+            "data": self.data,
+            "upstream_event_id": self.upstream_event_id,
+        }
+
+    def envelope_json(self) -> str:
+        """The envelope as JSON text, built around the stored data text without re-encoding it."""
+        return (
+            f'{{"seq":{self.seq},"stream":{_encode(self.stream)},"pos":{self.pos},'
+            f'"run_id":{_encode(self.run_id)},"type":{_encode(self.type)},'
+            f'"data":{self.data_json},"upstream_event_id":{_encode(self.upstream_event_id)}}}'
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return (self.seq, self.stream, self.pos, self.data_json) == (
+            other.seq,
+            other.stream,
+            other.pos,
+            other.data_json,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.seq, self.stream))
+
+    def __repr__(self) -> str:
+        return (
+            f"Event(seq={self.seq}, stream={self.stream!r}, pos={self.pos}, "
+            f"run_id={self.run_id!r}, type={self.type!r})"
+        )
+
+
+def _check_name(field: str, value: object, *, optional: bool) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidEvent(f"{field} must be a non-empty string, got {value!r}")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidEvent(f"{field} is longer than {MAX_NAME_LENGTH} characters")
+    if "\x00" in value:  # PostgreSQL text cannot hold NUL
+        raise InvalidEvent(f"{field} holds a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidEvent(f"{field} is not valid Unicode: {exc}") from exc
+    return value
+
+
+def prepare(
+    *,
+    stream: object,
+    type: object,
+    data: object = None,
+    run_id: object = None,
+    upstream_event_id: object = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> NewEvent:
+    """Validate one event and encode its data; raises `InvalidEvent` before anything is written."""
+    checked_stream = _check_name("stream", stream, optional=False)
+    checked_type = _check_name("type", type, optional=False)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InvalidEvent(f"data must be a JSON object (dict), got {type_name(data)}")
+    try:
+        data_json = _encode(data)
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent(f"data is not JSON-serializable: {exc}") from exc
+    try:
+        size = len(data_json.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidEvent(f"data holds text that is not valid Unicode: {exc}") from exc
+    if size > max_payload_bytes:
+        raise PayloadTooLarge(
+            f"data is {size} bytes encoded, above the limit of {max_payload_bytes} bytes"
+        )
+    if isinstance(upstream_event_id, int) and not isinstance(upstream_event_id, bool):
+        upstream_event_id = str(upstream_event_id)
+    assert checked_stream is not None and checked_type is not None
+    return NewEvent(
+        stream=checked_stream,
+        type=checked_type,
+        data_json=data_json,
+        run_id=_check_name("run_id", run_id, optional=True),
+        upstream_event_id=_check_name("upstream_event_id", upstream_event_id, optional=True),
+    )
+
+
+def type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def check_cursor(after: object, *, name: str = "after") -> int:
+    """A cursor is a non-negative integer seq (bool and float are refused, digit strings taken)."""
+    if isinstance(after, str) and after.strip().isdigit():
+        after = int(after)
+    if isinstance(after, bool) or not isinstance(after, int):
+        raise InvalidCursor(f"{name} must be a non-negative integer, got {after!r}")
+    if after < 0:
+        raise InvalidCursor(f"{name} must be a non-negative integer, got {after}")
+    return after

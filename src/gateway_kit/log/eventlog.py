@@ -1,0 +1,259 @@
+"""`EventLog`: the append-only log every client reads by cursor."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from ..exceptions import InvalidCursor, LogClosed
+from . import migrate
+from .backend import Backend
+from .event import DEFAULT_MAX_PAYLOAD_BYTES, Event, NewEvent, check_cursor, prepare
+from .group_commit import GroupCommit
+from .notifier import Notifier
+from .postgres import PostgresBackend
+from .schema import HEAD_REVISION
+from .sqlite import SQLiteBackend
+
+logger = logging.getLogger("gateway_kit.log")
+
+DEFAULT_URL = "sqlite:///gateway.db"
+DEFAULT_READ_LIMIT = 1000
+TAIL_BATCH = 1000
+# A tail re-reads this often even without a notification, in case one was lost.
+IDLE_RECHECK_SECONDS = 2.0
+
+
+def open_backend(url: str) -> Backend:
+    if url.startswith("sqlite"):
+        return SQLiteBackend(url)
+    if url.startswith("postgresql"):
+        return PostgresBackend(url)
+    raise ValueError(f"unsupported database URL {url!r}: use sqlite:///… or postgresql+psycopg://…")
+
+
+class EventLog:
+    """The durable event log. Sync methods are safe from any thread; `a*` twins are for asyncio."""
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        idle_recheck: float = IDLE_RECHECK_SECONDS,
+        migrate_on_open: bool = True,
+    ) -> None:
+        self.url = url
+        self.max_payload_bytes = max_payload_bytes
+        self.idle_recheck = idle_recheck
+        self._backend = open_backend(url)
+        try:
+            if self._backend.version() != HEAD_REVISION:
+                if not migrate_on_open:
+                    raise RuntimeError(
+                        f"the log at {url} is not at revision {HEAD_REVISION}: "
+                        "run `gateway-kit db upgrade`"
+                    )
+                migrate.upgrade(url)
+            self.epoch: str = self._backend.epoch()
+        except BaseException:
+            self._backend.close()
+            raise
+        self._write_lock = threading.Lock()
+        self._group: GroupCommit[NewEvent, Event] = GroupCommit(self._commit, self._write_lock)
+        self._notifier = Notifier()
+        self._closed = False
+        self._watcher: threading.Thread | None = None
+        self._watcher_lock = threading.Lock()
+
+    # --- writing -------------------------------------------------------------------------
+
+    def append(
+        self,
+        stream: str,
+        type: str,
+        data: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        upstream_event_id: str | None = None,
+    ) -> Event:
+        item = self._prepare(
+            dict(stream=stream, type=type, data=data, run_id=run_id,
+                 upstream_event_id=upstream_event_id)
+        )  # fmt: skip
+        return self._submit([item])[0]
+
+    def append_many(self, events: Iterable[Mapping[str, Any]]) -> list[Event]:
+        """Append several events in one transaction: all of them are written, or none."""
+        items = [self._prepare(e) for e in events]
+        if not items:
+            return []
+        return self._submit(items)
+
+    async def aappend(
+        self,
+        stream: str,
+        type: str,
+        data: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        upstream_event_id: str | None = None,
+    ) -> Event:
+        return await asyncio.to_thread(self.append, stream, type, data, run_id, upstream_event_id)
+
+    async def aappend_many(self, events: Iterable[Mapping[str, Any]]) -> list[Event]:
+        items = list(events)
+        return await asyncio.to_thread(self.append_many, items)
+
+    def _prepare(self, fields: Mapping[str, Any]) -> NewEvent:
+        unknown = set(fields) - {"stream", "type", "data", "run_id", "upstream_event_id"}
+        if unknown:
+            raise TypeError(f"unknown event fields: {', '.join(sorted(unknown))}")
+        data = fields.get("data")
+        return prepare(
+            stream=fields.get("stream"),
+            type=fields.get("type"),
+            data=dict(data) if isinstance(data, Mapping) else data,
+            run_id=fields.get("run_id"),
+            upstream_event_id=fields.get("upstream_event_id"),
+            max_payload_bytes=self.max_payload_bytes,
+        )
+
+    def _submit(self, items: list[NewEvent]) -> list[Event]:
+        self._check_open()
+        return self._group.submit(items)
+
+    def _commit(self, batch: list[NewEvent]) -> list[Event]:
+        events = self._backend.insert(batch, time.time())
+        self._notifier.notify()  # after commit: readers only ever see durable events
+        return events
+
+    # --- reading -------------------------------------------------------------------------
+
+    def read(
+        self,
+        after: int = 0,
+        stream: str | None = None,
+        limit: int = DEFAULT_READ_LIMIT,
+        *,
+        run_id: str | None = None,
+    ) -> list[Event]:
+        """Events with seq > `after`, ordered by seq, at most `limit` of them."""
+        after = check_cursor(after)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidCursor(f"limit must be a positive integer, got {limit!r}")
+        self._check_open()
+        return self._backend.read(after, stream, run_id, limit)
+
+    async def aread(
+        self,
+        after: int = 0,
+        stream: str | None = None,
+        limit: int = DEFAULT_READ_LIMIT,
+        *,
+        run_id: str | None = None,
+    ) -> list[Event]:
+        return await asyncio.to_thread(self.read, after, stream, limit, run_id=run_id)
+
+    def last_seq(self, stream: str | None = None) -> int:
+        self._check_open()
+        return self._backend.last_seq(stream)
+
+    async def alast_seq(self, stream: str | None = None) -> int:
+        return await asyncio.to_thread(self.last_seq, stream)
+
+    async def tail(
+        self,
+        after: int = 0,
+        stream: str | None = None,
+        *,
+        run_id: str | None = None,
+        batch: int = TAIL_BATCH,
+    ) -> AsyncIterator[Event]:
+        """Replay events after `after`, then yield new ones as they commit, forever.
+
+        Every read is "after the last seq seen" on a log whose commit order is its seq order,
+        so the hand-over from replay to live can neither skip nor repeat an event.
+        """
+        cursor = check_cursor(after)
+        while True:
+            seen = self._notifier.version  # before reading, so no commit slips between
+            events = await self.aread(cursor, stream, batch, run_id=run_id)
+            if events:
+                for event in events:
+                    yield event
+                cursor = events[-1].seq
+                continue
+            self._start_watcher()
+            await self._notifier.wait(seen, self.idle_recheck)
+            self._check_open()
+
+    async def wait_for_change(self, seen: int, timeout: float) -> bool:
+        """Wait until something may have been appended since `seen` (a `change_token`)."""
+        self._start_watcher()
+        return await self._notifier.wait(seen, timeout)
+
+    @property
+    def change_token(self) -> int:
+        return self._notifier.version
+
+    # --- housekeeping --------------------------------------------------------------------
+
+    def prune(
+        self,
+        older_than: timedelta | float,
+        archive: Callable[[list[Event]], None] | None = None,
+    ) -> int:
+        """Delete the events of runs that finished longer ago than `older_than`.
+
+        A stream with an active run is never touched. `archive`, if given, receives each run's
+        events before they are deleted, in the same transaction: if it raises, nothing is
+        deleted. seq values are never reused afterwards. Returns how many events were deleted.
+        """
+        age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+        if age < 0:
+            raise ValueError("older_than must not be negative")
+        self._check_open()
+        with self._write_lock:
+            return self._backend.prune(time.time() - age, archive)
+
+    def _start_watcher(self) -> None:
+        if self._watcher is not None or self._closed:
+            return
+        with self._watcher_lock:
+            if self._watcher is None:
+                self._watcher = threading.Thread(
+                    target=self._watch, name="gateway-kit-log-watcher", daemon=True
+                )
+                self._watcher.start()
+
+    def _watch(self) -> None:
+        try:
+            self._backend.watch(self._notifier.notify, lambda: self._closed)
+        except Exception:
+            if not self._closed:
+                logger.exception("the log watcher stopped; tails fall back to idle re-checks")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosed("this EventLog is closed")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._notifier.notify()  # let tails notice
+        with self._write_lock:
+            self._backend.close()
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EventLog({self.url!r}, epoch={self.epoch!r})"

@@ -1,0 +1,79 @@
+"""Group commit: appends from many threads share one transaction.
+
+The first thread to arrive commits everything queued so far (its own append included); appends
+that arrive meanwhile wait and go together in the next transaction, led by one of them. A lone
+append is never held back to wait for company.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+class _Request(Generic[In, Out]):
+    __slots__ = ("done", "error", "items", "result")
+
+    def __init__(self, items: Sequence[In]) -> None:
+        self.items = items
+        self.done = False
+        self.result: list[Out] = []
+        self.error: BaseException | None = None
+
+
+class GroupCommit(Generic[In, Out]):
+    def __init__(self, commit: Callable[[list[In]], list[Out]], lock: threading.Lock) -> None:
+        self._commit = commit
+        self._lock = lock  # held while committing; others (retention) may take it too
+        self._cond = threading.Condition()
+        self._queue: list[_Request[In, Out]] = []
+        self._leading = False
+
+    def submit(self, items: Sequence[In]) -> list[Out]:
+        request: _Request[In, Out] = _Request(items)
+        with self._cond:
+            self._queue.append(request)
+            while self._leading and not request.done:
+                self._cond.wait()
+            if not request.done:
+                self._leading = True
+                batch, self._queue = self._queue, []
+        if not request.done:
+            try:
+                with self._lock:
+                    self._run(batch)
+            finally:
+                with self._cond:
+                    self._leading = False
+                    self._cond.notify_all()
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    def _run(self, batch: list[_Request[In, Out]]) -> None:
+        try:
+            results = self._commit([item for r in batch for item in r.items])
+        except Exception as exc:
+            if len(batch) == 1:
+                batch[0].error = exc
+                batch[0].done = True
+                return
+            # One transaction failed: commit each request alone, so an error reaches only
+            # the append that caused it.
+            for request in batch:
+                self._run([request])
+            return
+        except BaseException as exc:  # interrupted: every waiter in the batch learns it
+            for request in batch:
+                request.error = exc
+                request.done = True
+            raise
+        start = 0
+        for request in batch:
+            request.result = results[start : start + len(request.items)]
+            start += len(request.items)
+            request.done = True

@@ -1,0 +1,94 @@
+"""Apply gateway_kit's Alembic migrations to a database, under a lock.
+
+Two processes starting together must not both create the tables: on PostgreSQL the migration
+holds an advisory lock, on SQLite a ``BEGIN IMMEDIATE`` write lock, and the version is read
+again once the lock is held.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from .schema import HEAD_REVISION, MIGRATION_LOCK_KEY, VERSION_TABLE
+
+logger = logging.getLogger("gateway_kit.log")
+
+
+def migrations_path() -> Path:
+    """Where the migration scripts are: inside the installed wheel, else the source checkout."""
+    packaged = Path(str(resources.files("gateway_kit"))) / "_migrations"
+    if (packaged / "env.py").is_file():
+        return packaged
+    checkout = Path(__file__).resolve().parents[3] / "alembic"
+    if (checkout / "env.py").is_file():
+        return checkout
+    raise FileNotFoundError("gateway_kit's migration scripts are missing from this installation")
+
+
+def make_engine(url: str) -> sa.Engine:
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    if engine.dialect.name == "sqlite":
+        # Let SQLAlchemy, not the sqlite3 module, open transactions, and open them as writers,
+        # so that DDL is transactional and a concurrent migrator waits for this one.
+        @event.listens_for(engine, "connect")
+        def _autocommit_driver(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None
+            dbapi_conn.execute("PRAGMA busy_timeout = 60000")
+
+        @event.listens_for(engine, "begin")
+        def _begin_immediate(conn: sa.Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def current_revision(conn: sa.Connection) -> str | None:
+    if not sa.inspect(conn).has_table(VERSION_TABLE):
+        return None
+    row = conn.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}").first()
+    return None if row is None else str(row[0])
+
+
+def upgrade(url: str, revision: str = "head") -> str | None:
+    """Bring the database at `url` to `revision`; returns the revision it was at before."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_path()))
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})")
+                conn.commit()
+            try:
+                with conn.begin():
+                    before = current_revision(conn)
+                if before != HEAD_REVISION or revision != "head":
+                    logger.info("migrating %s from %s to %s", engine.url, before, revision)
+                    config.attributes["connection"] = conn
+                    command.upgrade(config, revision)
+                    conn.commit()
+            finally:
+                if conn.dialect.name == "postgresql":
+                    conn.exec_driver_sql(f"SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})")
+                    conn.commit()
+        return before
+    finally:
+        engine.dispose()
+
+
+def needs_upgrade(url: str) -> bool:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn, conn.begin():
+            return current_revision(conn) != HEAD_REVISION
+    finally:
+        engine.dispose()

@@ -1,0 +1,131 @@
+"""PostgreSQL backend, through psycopg 3.
+
+Appends call ``gateway_kit_append`` (made by the first migration) as one autocommit statement:
+inside it an advisory transaction lock serializes seq assignment, so commit order equals seq
+order and no reader tailing "after seq N" can skip an event that commits late. The lock is held
+for that one round trip only. Wake-ups cross processes through LISTEN/NOTIFY; the payload is the
+newest seq, never data.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+from .backend import last_seq_sql, prunable_runs_sql, row_to_event, select_params, select_sql
+from .event import TERMINAL_TYPES, Event, NewEvent
+from .schema import ADVISORY_LOCK_KEY, COLUMNS, EVENTS, META, NOTIFY_CHANNEL, VERSION_TABLE
+
+APPEND_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append(%s::json, %s)"
+LISTEN_TIMEOUT = 1.0  # seconds; how often the listener checks whether it should stop
+
+
+def conninfo(url: str) -> str:
+    """A libpq URI from a SQLAlchemy URL such as ``postgresql+psycopg://user@host/db``."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class PostgresBackend:
+    dialect = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        self._conninfo = conninfo(url)
+        self._local = threading.local()
+        self._all: list[psycopg.Connection[Any]] = []
+        self._all_lock = threading.Lock()
+        self._writer = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        # autocommit: every read sees the newest committed events, every append is one statement.
+        conn = psycopg.connect(self._conninfo, autocommit=True)
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    def _reader(self) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    def version(self) -> str | None:
+        try:
+            row = self._reader().execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        except psycopg.errors.UndefinedTable:
+            return None
+        return None if row is None else str(row[0])
+
+    def epoch(self) -> str:
+        row = self._reader().execute(f"SELECT value FROM {META} WHERE key = 'epoch'").fetchone()
+        assert row is not None
+        return str(row[0])
+
+    def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]:
+        payload = json.dumps(
+            [
+                {
+                    "stream": e.stream,
+                    "type": e.type,
+                    "data": e.data_json,
+                    "run_id": e.run_id,
+                    "upstream_event_id": e.upstream_event_id,
+                }
+                for e in batch
+            ],
+            ensure_ascii=False,
+        )
+        rows = self._writer.execute(APPEND_SQL, (payload, now)).fetchall()
+        return [
+            Event(seq, e.stream, pos, e.run_id, e.type, e.data_json, e.upstream_event_id, now)
+            for (seq, pos), e in zip(rows, batch, strict=True)
+        ]
+
+    def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
+        cur = self._reader().execute(
+            select_sql(stream, run_id, "%s"), select_params(after, stream, run_id, limit)
+        )
+        return [Event(*r) for r in cur.fetchall()]
+
+    def last_seq(self, stream: str | None) -> int:
+        params = () if stream is None else (stream,)
+        row = self._reader().execute(last_seq_sql(stream, "%s"), params).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
+        terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
+        deleted = 0
+        with self._writer.transaction():
+            # The append lock: no run can start in a stream while we decide it has none active.
+            self._writer.execute(f"SELECT pg_advisory_xact_lock({ADVISORY_LOCK_KEY})")
+            runs = [
+                r[0]
+                for r in self._writer.execute(prunable_runs_sql("%s", terminal), (finished_before,))
+            ]
+            for run_id in runs:
+                if archive is not None:
+                    rows = self._writer.execute(
+                        f"SELECT {COLUMNS} FROM {EVENTS} WHERE run_id = %s ORDER BY seq", (run_id,)
+                    ).fetchall()
+                    archive([row_to_event(r) for r in rows])
+                cur = self._writer.execute(f"DELETE FROM {EVENTS} WHERE run_id = %s", (run_id,))
+                deleted += cur.rowcount
+        return deleted
+
+    def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
+        conn = self._connect()
+        conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        while not stop():
+            for _ in conn.notifies(timeout=LISTEN_TIMEOUT, stop_after=1):
+                changed()
+
+    def close(self) -> None:
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()

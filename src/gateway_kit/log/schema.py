@@ -1,0 +1,16 @@
+"""Names of the log's tables; the tables themselves are made by the Alembic migrations."""
+
+from __future__ import annotations
+
+EVENTS = "gateway_kit_events"
+META = "gateway_kit_meta"
+VERSION_TABLE = "gateway_kit_alembic_version"
+# The newest migration: a log whose version table says otherwise is upgraded on open.
+HEAD_REVISION = "0001"
+
+COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
+
+# One key for every lock gateway_kit takes in PostgreSQL's advisory-lock space ("gk" + "log").
+ADVISORY_LOCK_KEY = 0x676B_6C6F67
+NOTIFY_CHANNEL = "gateway_kit_events"
+MIGRATION_LOCK_KEY = 0x676B_6D6967

@@ -1,0 +1,171 @@
+"""SQLite backend: WAL, one writer at a time, seq is the rowid.
+
+SQLite's single write lock already makes rowid order equal commit order, so a reader tailing
+"after seq N" cannot miss an event. Other processes' appends are noticed through
+``PRAGMA data_version``, which changes when another connection commits and costs no file read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy.engine import make_url
+
+from .backend import (
+    last_seq_sql,
+    prunable_runs_sql,
+    row_to_event,
+    select_params,
+    select_sql,
+)
+from .event import TERMINAL_TYPES, Event, NewEvent
+from .schema import COLUMNS, EVENTS, META, VERSION_TABLE
+
+BUSY_TIMEOUT_MS = 60_000
+WATCH_INTERVAL = 0.2  # seconds between data_version checks while someone is tailing
+INSERT_SQL = (
+    f"INSERT INTO {EVENTS} (seq, stream, pos, run_id, type, data, upstream_event_id, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class SQLiteBackend:
+    dialect = "sqlite"
+
+    def __init__(self, url: str, *, synchronous: str = "FULL") -> None:
+        parsed = make_url(url)
+        database = parsed.database or ":memory:"
+        if database == ":memory:":
+            # Every connection must see the same in-memory database.
+            self._target = f"file:gateway-kit-{uuid.uuid4().hex}?mode=memory&cache=shared"
+            self._uri = True
+        else:
+            self._target = database
+            self._uri = False
+        self._synchronous = synchronous
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        # The first connection also keeps a shared in-memory database alive.
+        self._writer = self._connect()
+        self._writer.execute("PRAGMA journal_mode = WAL")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._target,
+            uri=self._uri,
+            isolation_level=None,  # we open transactions ourselves
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    def version(self) -> str | None:
+        try:
+            row = self._reader().execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return None if row is None else str(row[0])
+
+    def epoch(self) -> str:
+        row = self._reader().execute(f"SELECT value FROM {META} WHERE key = 'epoch'").fetchone()
+        return str(row[0])
+
+    def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]:
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = ?", (EVENTS,)
+            ).fetchone()
+            seq = 0 if row is None else int(row[0])
+            heads: dict[str, int] = {}
+            rows: list[tuple[Any, ...]] = []
+            for item in batch:
+                pos = heads.get(item.stream)
+                if pos is None:
+                    pos = conn.execute(
+                        f"SELECT pos FROM {EVENTS} WHERE stream = ? ORDER BY seq DESC LIMIT 1",
+                        (item.stream,),
+                    ).fetchone()
+                    pos = 0 if pos is None else int(pos[0])
+                seq += 1
+                pos += 1
+                heads[item.stream] = pos
+                rows.append(
+                    (seq, item.stream, pos, item.run_id, item.type, item.data_json,
+                     item.upstream_event_id, now)
+                )  # fmt: skip
+            conn.executemany(INSERT_SQL, rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return [Event(*r) for r in rows]
+
+    def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
+        cur = self._reader().execute(
+            select_sql(stream, run_id, "?"), select_params(after, stream, run_id, limit)
+        )
+        return [Event(*r) for r in cur.fetchall()]
+
+    def last_seq(self, stream: str | None) -> int:
+        params = () if stream is None else (stream,)
+        return int(self._reader().execute(last_seq_sql(stream, "?"), params).fetchone()[0])
+
+    def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
+        conn = self._writer
+        terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            runs = [
+                r[0] for r in conn.execute(prunable_runs_sql("?", terminal), (finished_before,))
+            ]
+            deleted = 0
+            for run_id in runs:
+                if archive is not None:
+                    rows = conn.execute(
+                        f"SELECT {COLUMNS} FROM {EVENTS} WHERE run_id = ? ORDER BY seq", (run_id,)
+                    ).fetchall()
+                    archive([row_to_event(r) for r in rows])
+                deleted += conn.execute(
+                    f"DELETE FROM {EVENTS} WHERE run_id = ?", (run_id,)
+                ).rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return deleted
+
+    def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
+        conn = self._connect()
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        while not stop():
+            time.sleep(WATCH_INTERVAL)
+            now = conn.execute("PRAGMA data_version").fetchone()[0]
+            if now != version:
+                version = now
+                changed()
+
+    def close(self) -> None:
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
