@@ -10,6 +10,7 @@ The tree::
     │   └── LogClosed             the log was closed
     └── UpstreamError             talking to goose failed
         ├── UpstreamUnavailable   goose could not be reached (connect error, timeout)
+        ├── UpstreamTooFarBehind  the events cursor fell out of goose's replay buffer
         └── UpstreamHTTPError     goose answered with an error status (``status``, ``message``)
             ├── UpstreamAuthError     401: wrong or missing X-Secret-Key
             ├── SessionNotFound       404: goose does not know the session
@@ -50,6 +51,13 @@ class UpstreamError(GatewayKitError):
 
 class UpstreamUnavailable(UpstreamError):
     pass
+
+
+class UpstreamTooFarBehind(UpstreamError):
+    def __init__(self, last_event_id: int | None, message: str) -> None:
+        super().__init__(f"goose cannot resume after event {last_event_id}: {message}")
+        self.last_event_id = last_event_id
+        self.message = message
 
 
 class UpstreamHTTPError(UpstreamError):
