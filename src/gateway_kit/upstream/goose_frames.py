@@ -1,0 +1,73 @@
+"""goose's `/sessions/{id}/events` frames, parsed into small typed values.
+
+goose tags each frame's JSON with `type` and adds `chat_request_id` (the `reply` request id) to
+every event of a request. The SSE `id:` line is goose's per-session counter; it starts at 1, so
+`id: 0` is free for goose's one "Client too far behind" signal.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gateway_kit.exceptions import UpstreamError
+from gateway_kit.types import JSONObject
+
+TOO_FAR_BEHIND_ID = 0
+ERROR_TYPE = "Error"
+ACTIVE_REQUESTS_TYPE = "ActiveRequests"
+
+BAD_ID_MESSAGE = "goose sent an event id that is not a non-negative integer: {raw!r}"
+BAD_DATA_MESSAGE = "goose sent a frame whose data is not a JSON object: {data!r}"
+NO_TYPE_MESSAGE = "goose sent a frame without a string `type`: {data!r}"
+MAX_QUOTED_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamFrame:
+    """One goose event: its goose id (None without an `id:` line), type and whole JSON."""
+
+    id: int | None
+    type: str
+    data: JSONObject
+    chat_request_id: str | None
+
+    @property
+    def run_key(self) -> str | None:
+        """The `reply` request id this event belongs to: route it to the run made with it."""
+        return self.chat_request_id
+
+    @property
+    def too_far_behind(self) -> bool:
+        """goose's answer to a `Last-Event-ID` older than its replay buffer."""
+        return self.id == TOO_FAR_BEHIND_ID and self.type == ERROR_TYPE
+
+
+def parse_frame(raw_id: str, data: str) -> UpstreamFrame:
+    """Build a frame from one SSE event; `raw_id` is "" when the event had no `id:` line."""
+    event_id = _parse_id(raw_id)
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        raise UpstreamError(BAD_DATA_MESSAGE.format(data=data[:MAX_QUOTED_CHARS]))
+    frame_type = payload.get("type")
+    if not isinstance(frame_type, str):
+        raise UpstreamError(NO_TYPE_MESSAGE.format(data=data[:MAX_QUOTED_CHARS]))
+    chat_request_id = payload.get("chat_request_id")
+    return UpstreamFrame(
+        id=event_id,
+        type=frame_type,
+        data=payload,
+        chat_request_id=chat_request_id if isinstance(chat_request_id, str) else None,
+    )
+
+
+def _parse_id(raw_id: str) -> int | None:
+    if raw_id == "":
+        return None
+    # int() would also take " 7", "+7" and "7_0"; goose writes plain decimal digits only.
+    if not (raw_id.isascii() and raw_id.isdigit()):
+        raise UpstreamError(BAD_ID_MESSAGE.format(raw=raw_id[:MAX_QUOTED_CHARS]))
+    return int(raw_id)
