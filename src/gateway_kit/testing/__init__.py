@@ -1,0 +1,35 @@
+"""A fake goose server (goosed 1.41.0) to test a gateway against, and what goes with it.
+
+fake = FakeGoose(ping_interval=0.05)
+session_id = fake.create_session()
+fake.script(session_id, Turn().text("Hel", "lo").usage(3, 2))
+async with fake.client() as goose:  # or fake.mock(respx_router) for a respx-mocked URL
+    ...
+"""
+
+from __future__ import annotations
+
+from .bus import TOO_FAR_BEHIND_ERROR
+from .fake_goose import DEFAULT_BASE_URL, DEFAULT_SECRET_KEY, FakeGoose
+from .records import CancelCall, EventsCall, RecordedRequest, ReplyCall
+from .schema import goose_openapi, goose_validator
+from .transport import StreamingASGITransport
+from .turns import TEXT_ONLY_MODEL_ERROR, Turn, echo_turn, user_message
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_SECRET_KEY",
+    "TEXT_ONLY_MODEL_ERROR",
+    "TOO_FAR_BEHIND_ERROR",
+    "CancelCall",
+    "EventsCall",
+    "FakeGoose",
+    "RecordedRequest",
+    "ReplyCall",
+    "StreamingASGITransport",
+    "Turn",
+    "echo_turn",
+    "goose_openapi",
+    "goose_validator",
+    "user_message",
+]

@@ -1,0 +1,285 @@
+"""A fake goosed (1.41.0): the HTTP routes a gateway uses, as plain ASGI, with scripted turns.
+
+Follows `shared/UPSTREAM-GOOSE.md`. Deliberate simplifications: request bodies that do not have
+the shape goose expects get a 422 JSON error (axum's extractor answers in plain text), and every
+error body, 404s included, is JSON `{"message": ...}` as the wire contract describes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from gateway_kit.types import JSONObject, Receive, Scope, Send
+
+from .bus import REPLAY_BUFFER_SIZE, SUBSCRIBER_QUEUE_SIZE, SessionBus, parse_last_event_id
+from .event_stream import serve_events
+from .records import CancelCall, EventsCall, RecordedRequest, ReplyCall
+from .runner import run_turn
+from .sessions import DEFAULT_WORKING_DIR, SESSION_NAME, SessionRecord, new_session_id
+from .transport import StreamingASGITransport
+from .turns import Turn, echo_turn
+from .wire import (
+    BAD_BODY,
+    GOOSE_UUID,
+    INVALID_REQUEST_ID,
+    SECRET_HEADER,
+    SESSION_BUSY,
+    SESSION_NOT_FOUND,
+    UNAUTHORIZED,
+    Reject,
+    answer,
+    answer_json,
+    json_object,
+    match_route,
+    read_body,
+    require,
+    serve_lifespan,
+)
+
+if TYPE_CHECKING:
+    import respx
+
+DEFAULT_SECRET_KEY = "fake-goose-secret"
+DEFAULT_BASE_URL = "http://goose.test"
+PING_INTERVAL = 0.5
+
+
+class FakeGoose:
+    """An ASGI app that behaves like goosed for a gateway; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        secret_key: str = DEFAULT_SECRET_KEY,
+        ping_interval: float = PING_INTERVAL,
+        replay_buffer_size: int = REPLAY_BUFFER_SIZE,
+        subscriber_queue_size: int = SUBSCRIBER_QUEUE_SIZE,
+        default_turn: Callable[[JSONObject], Turn] = echo_turn,
+    ) -> None:
+        self.secret_key = secret_key
+        self.ping_interval = ping_interval
+        self.default_turn = default_turn
+        self._replay_buffer_size = replay_buffer_size
+        self._subscriber_queue_size = subscriber_queue_size
+        self.sessions: dict[str, SessionRecord] = {}
+        self._buses: dict[str, SessionBus] = {}
+        self._scripts: dict[str, deque[Turn]] = {}
+        self._turn_tasks: set[asyncio.Task[None]] = set()
+        self._turn_failures: list[BaseException] = []
+        self.requests: list[RecordedRequest] = []
+        self.reply_calls: list[ReplyCall] = []
+        self.cancel_calls: list[CancelCall] = []
+        self.events_calls: list[EventsCall] = []
+
+    # --- for tests
+
+    def create_session(
+        self, *, working_dir: str = DEFAULT_WORKING_DIR, name: str = SESSION_NAME
+    ) -> str:
+        """Create a session as `POST /agent/start` does, without a request."""
+        session = SessionRecord(new_session_id(), working_dir=working_dir, name=name)
+        self.sessions[session.id] = session
+        return session.id
+
+    def script(self, session_id: str, *turns: Turn) -> None:
+        """Queue what the next replies of the session do; unscripted replies echo."""
+        self._scripts.setdefault(session_id, deque()).extend(turns)
+
+    def conversation(self, session_id: str) -> list[JSONObject]:
+        return self.sessions[session_id].to_json()["conversation"]  # type: ignore[no-any-return]
+
+    def active_request_ids(self, session_id: str) -> list[str]:
+        bus = self._buses.get(session_id)
+        return bus.active_request_ids() if bus else []
+
+    def buffered_events(self, session_id: str) -> list[tuple[int, JSONObject]]:
+        """The replay buffer as `(id, json)` pairs, each JSON as it goes on the wire."""
+        bus = self._buses.get(session_id)
+        return [(event.id, event.wire_json()) for event in bus.buffered()] if bus else []
+
+    async def wait_idle(self) -> None:
+        """Wait until every background turn has ended; re-raise the first that failed."""
+        while self._turn_tasks:
+            await asyncio.wait(set(self._turn_tasks))
+        if self._turn_failures:
+            raise self._turn_failures[0]
+
+    def restart(self) -> None:
+        """Simulate a goosed restart; call it on the event loop that serves the fake.
+
+        ids start again at 1, replay buffers are empty, running turns die without another
+        event, open event streams end. Sessions and their conversations stay (goose keeps
+        them on disk).
+        """
+        for bus in self._buses.values():
+            bus.close()
+        self._buses.clear()
+        for task in self._turn_tasks:
+            task.cancel()
+
+    def clear_calls(self) -> None:
+        for calls in (self.requests, self.reply_calls, self.cancel_calls, self.events_calls):
+            calls.clear()
+
+    def client(self, base_url: str = DEFAULT_BASE_URL, **kwargs: Any) -> httpx.AsyncClient:
+        """An `httpx.AsyncClient` that reaches this fake in-process and sends the secret key."""
+        headers = {"X-Secret-Key": self.secret_key, **kwargs.pop("headers", {})}
+        transport = StreamingASGITransport(self)
+        return httpx.AsyncClient(transport=transport, base_url=base_url, headers=headers, **kwargs)
+
+    def mock(self, router: respx.Router, base_url: str = DEFAULT_BASE_URL) -> respx.Route:
+        """Route requests for `base_url` (an origin) in a respx router to this fake, streaming."""
+        url = httpx.URL(base_url)
+        pattern: dict[str, Any] = {"scheme": url.scheme, "host": url.host}
+        if url.port is not None:
+            pattern["port"] = url.port
+        transport = StreamingASGITransport(self)
+        return router.route(**pattern).mock(side_effect=transport.handle_async_request)
+
+    # --- ASGI
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await serve_lifespan(receive, send, on_shutdown=self.restart)
+            return
+        if scope["type"] != "http":
+            return
+        body = await read_body(receive)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        method, path = scope["method"], scope["path"]
+        self.requests.append(RecordedRequest(method, path, headers, body))
+        try:
+            if path != "/status" and headers.get(SECRET_HEADER) != self.secret_key:
+                raise Reject(401, UNAUTHORIZED)
+            await self._route(method, path, headers, body, receive, send)
+        except Reject as reject:
+            await answer_json(send, reject.status, {"message": reject.message})
+
+    async def _route(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        name, session_id = match_route(method, path)
+        if name == "status":
+            await answer(send, 200, b"ok", b"text/plain; charset=utf-8")
+        elif name == "start":
+            await answer_json(send, 200, self._start(json_object(body)))
+        elif name == "resume":
+            await answer_json(send, 200, self._resume(json_object(body)))
+        elif name == "reply":
+            await answer_json(send, 200, self._reply(session_id, json_object(body)))
+        elif name == "cancel":
+            self._cancel(session_id, json_object(body))
+            await answer(send, 200, b"", b"text/plain; charset=utf-8")
+        elif name == "events":
+            await self._events(session_id, headers.get("last-event-id"), receive, send)
+        else:
+            await answer_json(send, 200, self._session(session_id).to_json())
+
+    # --- routes
+
+    def _session(self, session_id: str) -> SessionRecord:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise Reject(404, SESSION_NOT_FOUND.format(session_id))
+        return session
+
+    def _bus(self, session_id: str) -> SessionBus:
+        if session_id not in self._buses:
+            self._buses[session_id] = SessionBus(
+                buffer_size=self._replay_buffer_size, queue_size=self._subscriber_queue_size
+            )
+        return self._buses[session_id]
+
+    def _start(self, body: JSONObject) -> JSONObject:
+        working_dir = require(body, "working_dir", str)
+        return self.sessions[self.create_session(working_dir=working_dir)].to_json()
+
+    def _resume(self, body: JSONObject) -> JSONObject:
+        session = self._session(require(body, "session_id", str))
+        load = require(body, "load_model_and_extensions", bool)
+        return {"session": session.to_json(), "extension_results": [] if load else None}
+
+    def _reply(self, session_id: str, body: JSONObject) -> JSONObject:
+        request_id = require(body, "request_id", str)
+        user_message = require(body, "user_message", dict)
+        require(user_message, "content", list)
+        override = body.get("override_conversation")
+        if override is not None and not (
+            isinstance(override, list) and all(isinstance(m, dict) for m in override)
+        ):
+            raise Reject(422, BAD_BODY.format("`override_conversation` must be a list"))
+        try:
+            self._start_turn(session_id, request_id, user_message, override)
+        except Reject as reject:
+            self.reply_calls.append(
+                ReplyCall(session_id, request_id, user_message, reject.status, body)
+            )
+            raise
+        self.reply_calls.append(ReplyCall(session_id, request_id, user_message, 200, body))
+        return {"request_id": request_id}
+
+    def _start_turn(
+        self,
+        session_id: str,
+        request_id: str,
+        user_message: JSONObject,
+        override: list[JSONObject] | None,
+    ) -> None:
+        if not GOOSE_UUID.fullmatch(request_id):
+            raise Reject(400, INVALID_REQUEST_ID)
+        session = self._session(session_id)
+        bus = self._bus(session_id)
+        cancelled = bus.try_register(request_id)
+        if cancelled is None:
+            raise Reject(400, SESSION_BUSY)
+        script = self._scripts.get(session_id)
+        turn = script.popleft() if script else self.default_turn(user_message)
+        task = asyncio.create_task(
+            run_turn(
+                turn,
+                request_id=request_id,
+                user_message=user_message,
+                override_conversation=override,
+                session=session,
+                bus=bus,
+                cancelled=cancelled,
+            )
+        )
+        self._turn_tasks.add(task)
+        task.add_done_callback(self._turn_ended)
+
+    def _turn_ended(self, task: asyncio.Task[None]) -> None:
+        self._turn_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._turn_failures.append(task.exception())  # type: ignore[arg-type]
+
+    def _cancel(self, session_id: str, body: JSONObject) -> None:
+        request_id = require(body, "request_id", str)
+        self.cancel_calls.append(CancelCall(session_id, request_id))
+        bus = self._buses.get(session_id)
+        if bus is not None:
+            bus.cancel(request_id)
+
+    async def _events(
+        self, session_id: str, last_event_id: str | None, receive: Receive, send: Send
+    ) -> None:
+        self._session(session_id)
+        self.events_calls.append(EventsCall(session_id, last_event_id))
+        await serve_events(
+            self._bus(session_id),
+            parse_last_event_id(last_event_id),
+            receive,
+            send,
+            ping_interval=self.ping_interval,
+        )
