@@ -8,6 +8,7 @@ The caller (``gateway_kit.log.migrate``) hands over a connection that already ho
 from __future__ import annotations
 
 from alembic import context
+
 from gateway_kit.log.schema import VERSION_TABLE
 
 connection = context.config.attributes["connection"]

@@ -69,26 +69,18 @@ def upgrade(url: str, revision: str = "head") -> str | None:
                 conn.exec_driver_sql(f"SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})")
                 conn.commit()
             try:
+                # One transaction around the whole upgrade: on SQLite it is the write lock, and
+                # Alembic, seeing a transaction already open, runs inside it.
                 with conn.begin():
                     before = current_revision(conn)
-                if before != HEAD_REVISION or revision != "head":
-                    logger.info("migrating %s from %s to %s", engine.url, before, revision)
-                    config.attributes["connection"] = conn
-                    command.upgrade(config, revision)
-                    conn.commit()
+                    if before != HEAD_REVISION or revision != "head":
+                        logger.info("migrating %s from %s to %s", engine.url, before, revision)
+                        config.attributes["connection"] = conn
+                        command.upgrade(config, revision)
             finally:
                 if conn.dialect.name == "postgresql":
                     conn.exec_driver_sql(f"SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})")
                     conn.commit()
         return before
-    finally:
-        engine.dispose()
-
-
-def needs_upgrade(url: str) -> bool:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn, conn.begin():
-            return current_revision(conn) != HEAD_REVISION
     finally:
         engine.dispose()

@@ -1,0 +1,58 @@
+"""Fixtures shared by the whole suite: one behavioural suite runs against every log backend.
+
+PostgreSQL is reached at $GATEWAY_KIT_TEST_PG; every test gets a schema of its own. When the
+server cannot be reached the PostgreSQL tests fail: a missing database is never a pass.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from gateway_kit import EventLog
+from gateway_kit.log.postgres import conninfo
+
+PG_URL = os.environ.get("GATEWAY_KIT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+def _with_search_path(url: str, schema: str) -> str:
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh, empty schema (dropped afterwards)."""
+    schema = f"gk_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(conninfo(PG_URL), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield _with_search_path(PG_URL, schema)
+    finally:
+        with psycopg.connect(conninfo(PG_URL), autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: object) -> str:
+    return f"sqlite:///{tmp_path}/gateway.db"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def log_url(request: pytest.FixtureRequest) -> str:
+    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return str(request.getfixturevalue(name))
+
+
+@pytest.fixture
+def log(log_url: str) -> Iterator[EventLog]:
+    event_log = EventLog(log_url)
+    try:
+        yield event_log
+    finally:
+        event_log.close()

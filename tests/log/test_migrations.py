@@ -1,0 +1,107 @@
+"""Migrations: our own version table, host tables untouched, safe concurrent start, wheel-ready."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+from gateway_kit import EventLog
+from gateway_kit.log import migrate
+from gateway_kit.log.schema import HEAD_REVISION, VERSION_TABLE
+
+ROOT = Path(__file__).resolve().parents[2]
+OPEN_SCRIPT = """
+import sys
+from gateway_kit import EventLog
+with EventLog(sys.argv[1]) as log:
+    log.append("race", "Started", {"who": sys.argv[2]})
+    print(log.epoch)
+"""
+
+
+def test_head_revision_constant_matches_the_scripts() -> None:
+    config = Config()
+    config.set_main_option("script_location", str(migrate.migrations_path()))
+    assert ScriptDirectory.from_config(config).get_current_head() == HEAD_REVISION
+
+
+def test_upgrade_keeps_to_its_own_tables(log_url: str) -> None:
+    engine = sa.create_engine(log_url, poolclass=sa.NullPool)
+    with engine.begin() as conn:  # the host app's own Alembic state and tables
+        conn.exec_driver_sql("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        conn.exec_driver_sql("INSERT INTO alembic_version VALUES ('host_rev_42')")
+        conn.exec_driver_sql("CREATE TABLE users (name TEXT)")
+        conn.exec_driver_sql("INSERT INTO users VALUES ('ada')")
+
+    assert migrate.upgrade(log_url) is None
+    assert migrate.upgrade(log_url) == HEAD_REVISION  # second run: nothing to do
+
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [
+            ("host_rev_42",)
+        ]
+        assert conn.exec_driver_sql("SELECT name FROM users").all() == [("ada",)]
+        assert conn.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}").all() == [
+            (HEAD_REVISION,)
+        ]
+        tables = set(sa.inspect(conn).get_table_names())
+    engine.dispose()
+    assert {t for t in tables if not t.startswith("gateway_kit_")} == {"alembic_version", "users"}
+
+
+def test_processes_starting_together_on_a_fresh_database_do_not_race(log_url: str) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_SCRIPT, log_url, str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    results = [proc.communicate(timeout=120) for proc in procs]
+    for proc, (_, err) in zip(procs, results, strict=True):
+        assert proc.returncode == 0, err
+    epochs = {out.strip() for out, _ in results}
+    assert len(epochs) == 1  # one log, created once
+    with EventLog(log_url) as log:
+        assert sorted(e.data["who"] for e in log.read()) == ["0", "1", "2", "3"]
+        assert epochs == {log.epoch}
+
+
+def test_wheel_carries_the_migrations(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = wheels.glob("gateway_kit-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    subprocess.run(
+        [str(env_dir / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True
+    )
+    url = f"sqlite:///{tmp_path}/fresh.db"
+    done = subprocess.run(
+        [str(env_dir / "bin" / "gateway-kit"), "db", "upgrade", "--db", url],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # not the checkout: the scripts must come from the wheel
+    )
+    assert f"upgraded from an empty database to {HEAD_REVISION}" in done.stdout
+    located = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c",
+         "from gateway_kit.log.migrate import migrations_path; print(migrations_path())"],
+        check=True, capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert str(env_dir) in located.stdout
+    with EventLog(url) as log:
+        assert log.append("s", "T").seq == 1

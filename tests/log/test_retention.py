@@ -1,0 +1,100 @@
+"""Retention: old finished runs go, active streams stay, seq is never reused."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from gateway_kit import Event, EventLog
+
+
+def backdate(log: EventLog, run_id: str, seconds: float) -> None:
+    """Make a run's events look `seconds` older than they are."""
+    backend = log._backend  # type: ignore[attr-defined]
+    conn = backend._writer
+    placeholder = "?" if backend.dialect == "sqlite" else "%s"
+    conn.execute(
+        f"UPDATE gateway_kit_events SET created_at = created_at - {placeholder} "
+        f"WHERE run_id = {placeholder}",
+        (seconds, run_id),
+    )
+
+
+def run(log: EventLog, stream: str, run_id: str, *, finished: bool = True) -> list[Event]:
+    events = [
+        log.append(stream, "Message", {"text": "hello"}, run_id=run_id),
+        log.append(stream, "Message", {"text": "world"}, run_id=run_id),
+    ]
+    if finished:
+        events.append(log.append(stream, "Finish", {"reason": "stop"}, run_id=run_id))
+    return events
+
+
+def test_prune_deletes_old_finished_runs_only(log: EventLog) -> None:
+    run(log, "a", "old")
+    run(log, "a", "recent")
+    note = log.append("a", "Note")  # not part of any run: kept
+    backdate(log, "old", 3 * 86400)
+    backdate(log, "recent", 3600)
+
+    assert log.prune(older_than=timedelta(days=1)) == 3
+    assert {e.run_id for e in log.read()} == {"recent", None}
+    assert note in log.read()
+
+
+def test_prune_never_touches_a_stream_with_an_active_run(log: EventLog) -> None:
+    run(log, "busy", "done-long-ago")
+    run(log, "busy", "still-running", finished=False)
+    run(log, "quiet", "done-too")
+    for run_id in ("done-long-ago", "still-running", "done-too"):
+        backdate(log, run_id, 10 * 86400)
+
+    assert log.prune(older_than=timedelta(days=1)) == 3
+    assert {e.run_id for e in log.read()} == {"done-long-ago", "still-running"}
+
+
+def test_error_ends_a_run_for_retention(log: EventLog) -> None:
+    log.append("s", "Message", run_id="r")
+    log.append("s", "Error", {"error": "boom"}, run_id="r")
+    backdate(log, "r", 7200)
+    assert log.prune(older_than=3600) == 2
+
+
+def test_seq_is_never_reused_after_pruning_everything(log: EventLog) -> None:
+    events = run(log, "s", "r")
+    backdate(log, "r", 7200)
+    assert log.prune(older_than=3600) == 3
+    assert log.read() == []
+    fresh = log.append("s", "T")
+    assert fresh.seq > events[-1].seq
+
+
+def test_archive_receives_each_run_before_deletion(log: EventLog) -> None:
+    events = run(log, "s", "r")
+    backdate(log, "r", 7200)
+    archived: list[list[Event]] = []
+    assert log.prune(older_than=3600, archive=archived.append) == 3
+    assert [[e.seq for e in batch] for batch in archived] == [[e.seq for e in events]]
+
+
+def test_failing_archive_deletes_nothing(log: EventLog) -> None:
+    run(log, "s", "r1")
+    run(log, "s", "r2")
+    backdate(log, "r1", 7200)
+    backdate(log, "r2", 7200)
+    calls: list[str | None] = []
+
+    def archive(batch: list[Event]) -> None:
+        calls.append(batch[0].run_id)
+        if len(calls) == 2:
+            raise OSError("archive disk full")
+
+    with pytest.raises(OSError, match="archive disk full"):
+        log.prune(older_than=3600, archive=archive)
+    assert len(log.read()) == 6
+
+
+def test_negative_age_is_refused(log: EventLog) -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        log.prune(older_than=-1)
