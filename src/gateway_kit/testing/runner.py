@@ -36,8 +36,9 @@ async def run_turn(
     bus: SessionBus,
     cancelled: asyncio.Event,
 ) -> None:
-    def publish(event: JSONObject) -> None:
+    async def publish(event: JSONObject) -> None:
         bus.publish(request_id, event)
+        await asyncio.sleep(0)  # goose's publishing awaits too: let subscribers run
 
     try:
         if not turn.fails_early:
@@ -51,7 +52,9 @@ async def run_turn(
             if isinstance(step, SendMessage):
                 sent = {**step.message, "created": int(time.time())}
                 session.add_message(sent)
-                publish({"type": "Message", "message": sent, "token_state": session.token_state()})
+                await publish(
+                    {"type": "Message", "message": sent, "token_state": session.token_state()}
+                )
             elif isinstance(step, SendUsage):
                 session.add_usage(step.input_tokens, step.output_tokens)
                 usage = {
@@ -59,13 +62,15 @@ async def run_turn(
                     "outputTokens": step.output_tokens,
                     "totalTokens": step.input_tokens + step.output_tokens,
                 }
-                publish({"type": "MessageUsage", "message_id": step.message_id, "usage": usage})
+                await publish(
+                    {"type": "MessageUsage", "message_id": step.message_id, "usage": usage}
+                )
             elif isinstance(step, SendEvent):
                 if step.event["type"] == "UpdateConversation":
                     session.replace_conversation(step.event["conversation"])
-                publish(step.event)
+                await publish(step.event)
             elif isinstance(step, Fail):
-                publish({"type": "Error", "error": step.error})
+                await publish({"type": "Error", "error": step.error})
                 if not step.finish:
                     return
                 break
@@ -77,6 +82,8 @@ async def run_turn(
                 await _until(step.release.wait(), cancelled)
         if turn.finish_release is not None:
             await turn.finish_release.wait()
-        publish({"type": "Finish", "reason": FINISH_REASON, "token_state": session.token_state()})
+        await publish(
+            {"type": "Finish", "reason": FINISH_REASON, "token_state": session.token_state()}
+        )
     finally:
         bus.finish(request_id)
