@@ -94,14 +94,14 @@ def test_a_missing_or_unreadable_or_zero_cursor_replays_the_whole_buffer(
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("header", ["3", "+3"])
-def test_a_cursor_within_the_buffer_replays_what_follows_it(header: str) -> None:
+@pytest.mark.parametrize(("header", "replayed"), [("3", "4 5"), ("+3", "4 5"), ("1", "2 3 4 5")])
+def test_a_cursor_within_the_buffer_replays_what_follows_it(header: str, replayed: str) -> None:
     async def main() -> None:
         fake = FakeGoose(ping_interval=FAST_PINGS)
         session_id, _ = await _session_with_events(fake, 4)
         async with fake.client() as client, open_events(client, session_id, header) as events:
             frames = await events.events_until("Finish")
-        assert [f.id for f in frames] == ["4", "5"]
+        assert [f.id for f in frames] == replayed.split()
 
     asyncio.run(main())
 
@@ -118,12 +118,13 @@ def test_the_buffer_keeps_the_last_512_events() -> None:
     asyncio.run(main())
 
 
-def test_a_cursor_below_the_buffer_gets_one_too_far_behind_frame_and_the_end() -> None:
+@pytest.mark.parametrize("header", ["1", "3"])
+def test_a_cursor_below_the_buffer_gets_one_too_far_behind_frame_and_the_end(header: str) -> None:
     async def main() -> None:
         fake = FakeGoose(ping_interval=FAST_PINGS, replay_buffer_size=4)
         session_id, ids = await _session_with_events(fake, 6)  # ids 4..7 kept
         assert ids == [4, 5, 6, 7]
-        async with fake.client() as client, open_events(client, session_id, "2") as events:
+        async with fake.client() as client, open_events(client, session_id, header) as events:
             frames = await events.remaining_frames()
         assert [frame.lines for frame in frames] == [
             (

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 
 import pytest
 
-from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn, user_message
+from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn, echo_turn, user_message
 
 from .helpers import FAST_PINGS, Frame, open_events, reply, start_reply
 
@@ -132,24 +133,23 @@ def test_delays_and_raw_messages_arrive_in_order() -> None:
     asyncio.run(main())
 
 
-def test_the_default_turn_echoes_the_user_message_streamed() -> None:
+@pytest.mark.parametrize("chunk_delay", [None, 0.001])
+def test_the_default_turn_echoes_the_user_message_streamed(chunk_delay: float | None) -> None:
     async def main() -> None:
-        _, _, _, frames = await _run_default("the quick brown fox jumps")
-        chunks = [f.data["message"]["content"][0]["text"] for f in frames if f.type == "Message"]
-        assert len(chunks) > 1 and "".join(chunks) == "the quick brown fox jumps"
+        fake = FakeGoose(ping_interval=FAST_PINGS)
+        if chunk_delay is not None:
+            fake.default_turn = functools.partial(echo_turn, chunk_delay=chunk_delay)
+        session_id = fake.create_session()
+        async with fake.client() as client:
+            await start_reply(client, session_id, "the quick brown fox jumps")
+            async with open_events(client, session_id) as events:
+                frames = await events.events_until("Finish")
+        messages = [f.data["message"] for f in frames if f.type == "Message"]
+        assert len(messages) > 1 and len({m["id"] for m in messages}) == 1
+        assert "".join(m["content"][0]["text"] for m in messages) == "the quick brown fox jumps"
         assert [f.type for f in frames][-2:] == ["MessageUsage", "Finish"]
 
     asyncio.run(main())
-
-
-async def _run_default(text: str) -> tuple[FakeGoose, str, str, list[Frame]]:
-    fake = FakeGoose(ping_interval=FAST_PINGS)
-    session_id = fake.create_session()
-    async with fake.client() as client:
-        request_id = await start_reply(client, session_id, text)
-        async with open_events(client, session_id) as events:
-            frames = await events.events_until("Finish")
-    return fake, session_id, request_id, frames
 
 
 def test_a_pause_holds_the_turn_until_released_and_says_when_reached() -> None:

@@ -8,6 +8,7 @@ error body, 404s included, is JSON `{"message": ...}` as the wire contract descr
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -91,7 +92,8 @@ class FakeGoose:
         self._scripts.setdefault(session_id, deque()).extend(turns)
 
     def conversation(self, session_id: str) -> list[JSONObject]:
-        return self.sessions[session_id].to_json()["conversation"]  # type: ignore[no-any-return]
+        """The session's stored history (a copy): streamed chunks merged, as goose keeps it."""
+        return copy.deepcopy(self.sessions[session_id].conversation)
 
     def active_request_ids(self, session_id: str) -> list[str]:
         bus = self._buses.get(session_id)
@@ -261,8 +263,9 @@ class FakeGoose:
 
     def _turn_ended(self, task: asyncio.Task[None]) -> None:
         self._turn_tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            self._turn_failures.append(task.exception())  # type: ignore[arg-type]
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self._turn_failures.append(error)
 
     def _cancel(self, session_id: str, body: JSONObject) -> None:
         request_id = require(body, "request_id", str)

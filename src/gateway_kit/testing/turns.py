@@ -240,13 +240,19 @@ class Turn:
         return bool(self.steps) and isinstance(self.steps[0], Fail) and not self.steps[0].finish
 
 
-def echo_turn(user_message: JSONObject) -> Turn:
-    """The default turn: stream the user's text back in a few chunks, then report usage."""
+def echo_turn(user_message: JSONObject, *, chunk_delay: float = 0.0) -> Turn:
+    """The default turn: stream the user's text back in a few chunks, then report usage.
+
+    `chunk_delay` spaces the chunks out, e.g. `functools.partial(echo_turn, chunk_delay=0.2)`
+    as `default_turn` for a demo that should look like a model typing.
+    """
     text = message_text(user_message) or "(empty message)"
     words = text.split(" ")
     chunk_size = max(1, -(-len(words) // 3))  # about three chunks
-    chunks = [
-        " ".join(words[i : i + chunk_size]) + (" " if i + chunk_size < len(words) else "")
-        for i in range(0, len(words), chunk_size)
-    ]
-    return Turn().text(*chunks).usage(input_tokens=len(words), output_tokens=len(words))
+    turn, message_id = Turn(), new_message_id()
+    for start in range(0, len(words), chunk_size):
+        last = start + chunk_size >= len(words)
+        chunk = " ".join(words[start : start + chunk_size]) + ("" if last else " ")
+        turn = turn.delay(chunk_delay) if chunk_delay and start else turn
+        turn = turn.text(chunk, message_id=message_id)
+    return turn.usage(input_tokens=len(words), output_tokens=len(words))
