@@ -1,10 +1,13 @@
 """A fake goose server (goosed 1.41.0) to test a gateway against, and what goes with it.
 
-fake = FakeGoose(ping_interval=0.05)
-session_id = fake.create_session()
-fake.script(session_id, Turn().text("Hel", "lo").usage(3, 2))
-async with fake.client() as goose:  # or fake.mock(respx_router) for a respx-mocked URL
-    ...
+Example::
+
+    fake = FakeGoose(ping_interval=0.05)
+    session_id = fake.create_session()
+    fake.script(session_id, Turn().text("Hel", "lo").usage(3, 2))
+    with respx.mock() as router:
+        fake.mock(router, base_url="http://goose.test")  # streams, unlike respx's ASGI handler
+        ...  # point the gateway's GooseUpstream at http://goose.test
 """
 
 from __future__ import annotations
