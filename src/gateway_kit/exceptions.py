@@ -8,6 +8,9 @@ The tree::
     │   │   └── PayloadTooLarge   encoded data above the configured limit
     │   ├── InvalidCursor         a cursor that is negative or not an integer
     │   └── LogClosed             the log was closed
+    ├── RunError
+    │   ├── RunConflict           the stream already has an active run (HTTP 409)
+    │   └── RunNotFound           no run with that id (HTTP 404)
     └── UpstreamError             talking to goose failed
         ├── UpstreamUnavailable   goose could not be reached (connect error, timeout)
         ├── UpstreamTooFarBehind  the events cursor fell out of goose's replay buffer
@@ -42,6 +45,18 @@ class InvalidCursor(EventLogError, ValueError):
 
 
 class LogClosed(EventLogError):
+    pass
+
+
+class RunError(GatewayKitError):
+    pass
+
+
+class RunConflict(RunError):
+    pass
+
+
+class RunNotFound(RunError, LookupError):
     pass
 
 

@@ -139,3 +139,17 @@ def test_concurrent_threads_get_unique_seqs_and_gapless_positions(log: EventLog)
     for n in range(8):  # each writer's own events stay in its order
         mine = [e.data["i"] for e in events if e.data["w"] == n]
         assert mine == list(range(per_thread))
+
+
+def test_latest_finds_the_newest_matching_event(log: EventLog) -> None:
+    assert log.latest() is None
+    first = log.append("s", "Message", run_id="r1", upstream_event_id="1")
+    log.append("s", "Note", run_id="r1")
+    third = log.append("s", "Finish", run_id="r1", upstream_event_id="2")
+    other = log.append("t", "Message", upstream_event_id="9")
+    assert log.latest() == other
+    assert log.latest("s") == third
+    assert log.latest("s", upstream_only=True) == third
+    assert log.latest("s", upstream_only=True, after=third.seq) is None
+    assert log.latest("s", upstream_event_id="1") == first
+    assert log.latest(run_id="r1", upstream_event_id="9") is None

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+import sqlalchemy as sa
 
 from .event import Event, NewEvent
 from .schema import COLUMNS, EVENTS
@@ -20,6 +23,7 @@ class Backend(Protocol):
 
     dialect: str
 
+    def engine(self) -> sa.Engine: ...
     def version(self) -> str | None: ...
     def epoch(self) -> str: ...
     def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]: ...
@@ -27,6 +31,7 @@ class Backend(Protocol):
         self, after: int, stream: str | None, run_id: str | None, limit: int
     ) -> list[Event]: ...
     def last_seq(self, stream: str | None) -> int: ...
+    def latest(self, query: Latest) -> Event | None: ...
     def prune(
         self, finished_before: float, archive: Callable[[list[Event]], None] | None
     ) -> int: ...
@@ -58,6 +63,31 @@ def select_params(after: int, stream: str | None, run_id: str | None, limit: int
         params.append(run_id)
     params.append(limit)
     return params
+
+
+@dataclass(frozen=True, slots=True)
+class Latest:
+    """The newest event matching every given field (seq > after)."""
+
+    stream: str | None = None
+    run_id: str | None = None
+    after: int = 0
+    upstream_only: bool = False
+    upstream_event_id: str | None = None
+
+    def sql(self, placeholder: str) -> tuple[str, list[Any]]:
+        where, params = [f"seq > {placeholder}"], [self.after]
+        for column in ("stream", "run_id", "upstream_event_id"):
+            value = getattr(self, column)
+            if value is not None:
+                where.append(f"{column} = {placeholder}")
+                params.append(value)
+        if self.upstream_only:
+            where.append("upstream_event_id IS NOT NULL")
+        sql = (
+            f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} ORDER BY seq DESC LIMIT 1"
+        )
+        return sql, params
 
 
 def last_seq_sql(stream: str | None, placeholder: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -10,9 +11,11 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
+import sqlalchemy as sa
+
 from ..exceptions import InvalidCursor, LogClosed
 from . import migrate
-from .backend import Backend
+from .backend import Backend, Latest
 from .event import DEFAULT_MAX_PAYLOAD_BYTES, Event, NewEvent, check_cursor, prepare
 from .group_commit import GroupCommit
 from .notifier import Notifier
@@ -68,6 +71,7 @@ class EventLog:
         self._group: GroupCommit[NewEvent, Event] = GroupCommit(self._commit, self._write_lock)
         self._notifier = Notifier()
         self._closed = False
+        self._engine: sa.Engine | None = None
         self._watcher: threading.Thread | None = None
         self._watcher_lock = threading.Lock()
 
@@ -165,6 +169,40 @@ class EventLog:
     async def alast_seq(self, stream: str | None = None) -> int:
         return await asyncio.to_thread(self.last_seq, stream)
 
+    def latest(
+        self,
+        stream: str | None = None,
+        *,
+        run_id: str | None = None,
+        after: int = 0,
+        upstream_only: bool = False,
+        upstream_event_id: str | None = None,
+    ) -> Event | None:
+        """The newest event with seq > `after` matching the given fields, or None."""
+        query = Latest(stream, run_id, check_cursor(after), upstream_only, upstream_event_id)
+        self._check_open()
+        return self._backend.latest(query)
+
+    async def alatest(
+        self,
+        stream: str | None = None,
+        *,
+        run_id: str | None = None,
+        after: int = 0,
+        upstream_only: bool = False,
+        upstream_event_id: str | None = None,
+    ) -> Event | None:
+        return await asyncio.to_thread(
+            functools.partial(
+                self.latest,
+                stream,
+                run_id=run_id,
+                after=after,
+                upstream_only=upstream_only,
+                upstream_event_id=upstream_event_id,
+            )
+        )
+
     async def tail(
         self,
         after: int = 0,
@@ -199,6 +237,15 @@ class EventLog:
     @property
     def change_token(self) -> int:
         return self._notifier.version
+
+    @property
+    def engine(self) -> sa.Engine:
+        """A SQLAlchemy engine on the log's database, for the tables that live beside it."""
+        self._check_open()
+        with self._watcher_lock:
+            if self._engine is None:
+                self._engine = self._backend.engine()
+            return self._engine
 
     # --- housekeeping --------------------------------------------------------------------
 
@@ -248,6 +295,8 @@ class EventLog:
         self._notifier.notify()  # let tails notice
         with self._write_lock:
             self._backend.close()
+        if self._engine is not None:
+            self._engine.dispose()
 
     def __enter__(self) -> EventLog:
         return self

@@ -15,9 +15,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
+import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from .backend import last_seq_sql, prunable_runs_sql, row_to_event, select_params, select_sql
+from .backend import (
+    Latest,
+    last_seq_sql,
+    prunable_runs_sql,
+    row_to_event,
+    select_params,
+    select_sql,
+)
+from .database import postgres_engine
 from .event import TERMINAL_TYPES, Event, NewEvent
 from .schema import ADVISORY_LOCK_KEY, COLUMNS, EVENTS, META, NOTIFY_CHANNEL, VERSION_TABLE
 
@@ -34,6 +43,7 @@ class PostgresBackend:
     dialect = "postgresql"
 
     def __init__(self, url: str) -> None:
+        self._url = url
         self._conninfo = conninfo(url)
         self._local = threading.local()
         self._all: list[psycopg.Connection[Any]] = []
@@ -52,6 +62,9 @@ class PostgresBackend:
         if conn is None or conn.closed:
             conn = self._local.conn = self._connect()
         return conn
+
+    def engine(self) -> sa.Engine:
+        return postgres_engine(self._url)
 
     def version(self) -> str | None:
         try:
@@ -96,6 +109,11 @@ class PostgresBackend:
         row = self._reader().execute(last_seq_sql(stream, "%s"), params).fetchone()
         assert row is not None
         return int(row[0])
+
+    def latest(self, query: Latest) -> Event | None:
+        sql, params = query.sql("%s")
+        row = self._reader().execute(sql, params).fetchone()
+        return None if row is None else row_to_event(row)
 
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
         terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))

@@ -6,7 +6,7 @@ EVENTS = "gateway_kit_events"
 META = "gateway_kit_meta"
 VERSION_TABLE = "gateway_kit_alembic_version"
 # The newest migration: a log whose version table says otherwise is upgraded on open.
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 
 COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 
@@ -14,3 +14,7 @@ COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 ADVISORY_LOCK_KEY = 0x676B_6C6F67
 NOTIFY_CHANNEL = "gateway_kit_events"
 MIGRATION_LOCK_KEY = 0x676B_6D6967
+
+SESSIONS = "gateway_kit_sessions"
+RUNS = "gateway_kit_runs"
+LEASES = "gateway_kit_leases"

@@ -14,15 +14,18 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from .backend import (
+    Latest,
     last_seq_sql,
     prunable_runs_sql,
     row_to_event,
     select_params,
     select_sql,
 )
+from .database import sqlite_engine
 from .event import TERMINAL_TYPES, Event, NewEvent
 from .schema import COLUMNS, EVENTS, META, VERSION_TABLE
 
@@ -74,6 +77,9 @@ class SQLiteBackend:
         if conn is None:
             conn = self._local.conn = self._connect()
         return conn
+
+    def engine(self) -> sa.Engine:
+        return sqlite_engine(self._target, uri=self._uri)
 
     def version(self) -> str | None:
         try:
@@ -128,6 +134,11 @@ class SQLiteBackend:
     def last_seq(self, stream: str | None) -> int:
         params = () if stream is None else (stream,)
         return int(self._reader().execute(last_seq_sql(stream, "?"), params).fetchone()[0])
+
+    def latest(self, query: Latest) -> Event | None:
+        sql, params = query.sql("?")
+        row = self._reader().execute(sql, params).fetchone()
+        return None if row is None else row_to_event(row)
 
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
         conn = self._writer

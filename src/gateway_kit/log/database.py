@@ -1,0 +1,37 @@
+"""SQLAlchemy engines for the tables beside the log (runs, sessions, leases).
+
+They reach the same database as the log's own connections, an in-memory SQLite one included.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+
+def sqlite_engine(target: str, *, uri: bool) -> sa.Engine:
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        return conn
+
+    engine = sa.create_engine("sqlite://", creator=connect, poolclass=sa.QueuePool)
+    use_immediate_transactions(engine)
+    return engine
+
+
+def use_immediate_transactions(engine: sa.Engine) -> None:
+    """SQLite: open every transaction as a writer, so read-then-write never deadlocks on upgrade."""
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(conn: sa.Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def postgres_engine(url: str, **options: Any) -> sa.Engine:
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=8, **options)

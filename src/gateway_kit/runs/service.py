@@ -1,0 +1,103 @@
+"""Starting and cancelling runs. A run belongs to the gateway: closing every client does not
+cancel it; only an explicit cancel does. One active run per stream, across processes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+from ..exceptions import RunConflict, RunNotFound, SessionBusy, UpstreamError
+from ..log import EventLog
+from .model import Run, RunStatus
+from .store import RunStore
+
+if TYPE_CHECKING:
+    from ..upstream.goose import GooseUpstream
+    from ..upstream.pumps import PumpManager
+
+RUN_STARTED = "RunStarted"
+CANCEL_REQUESTED = "CancelRequested"
+REFUSED_ERROR = "the upstream refused the run: {error}"
+DEFAULT_WORKING_DIR = "."
+
+
+class RunService:
+    def __init__(
+        self,
+        *,
+        log: EventLog,
+        store: RunStore,
+        upstream: GooseUpstream,
+        pumps: PumpManager,
+        working_dir: str = DEFAULT_WORKING_DIR,
+    ) -> None:
+        self.log = log
+        self.store = store
+        self.upstream = upstream
+        self.pumps = pumps
+        self.working_dir = working_dir
+
+    async def start(self, stream: str, message: str) -> Run:
+        """Start one agent turn in `stream`; `RunConflict` while another run is active there."""
+        if await asyncio.to_thread(self.store.active_run, stream) is not None:
+            raise RunConflict(f"stream {stream!r} already has an active run")
+        binding = await asyncio.to_thread(self.store.binding, stream)
+        if binding is None:
+            session = await self.upstream.start_session(self.working_dir)
+            binding = await asyncio.to_thread(self.store.bind, stream, session.id)
+        run_id = str(uuid.uuid4())
+        run = Run(
+            run_id=run_id,
+            stream=stream,
+            session_id=binding.session_id,
+            upstream_request_id=run_id,  # goose routes its events to us by this id
+            status=RunStatus.ACTIVE,
+            attempt=1,
+            cancel_requested=False,
+            message=message,
+            created_at=time.time(),
+        )
+        # Recorded first: the database's one-active-run index settles races between processes.
+        await asyncio.to_thread(self.store.create, run)
+        await self.log.aappend(
+            stream, RUN_STARTED, {"run_id": run_id, "message": message}, run_id=run_id
+        )
+        try:
+            await self.upstream.reply(binding.session_id, message, request_id=run_id)
+        except UpstreamError as exc:
+            await self._refused(run, exc)
+            if isinstance(exc, SessionBusy):
+                raise RunConflict(str(exc)) from exc
+            raise
+        self.pumps.ensure(binding.session_id)
+        return run
+
+    async def _refused(self, run: Run, exc: UpstreamError) -> None:
+        await self.log.aappend(
+            run.stream,
+            "Error",
+            {"type": "Error", "error": REFUSED_ERROR.format(error=exc)},
+            run_id=run.run_id,
+        )
+        await asyncio.to_thread(self.store.end, run.run_id, RunStatus.FAILED)
+
+    async def cancel(self, run_id: str) -> Run:
+        """Ask goose to stop the run; it ends when goose's `Finish` for it arrives."""
+        run = await asyncio.to_thread(self.store.get, run_id)
+        if run is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        if not run.active or run.cancel_requested:
+            return run
+        await asyncio.to_thread(self.store.request_cancel, run_id)
+        await self.log.aappend(run.stream, CANCEL_REQUESTED, {"run_id": run_id}, run_id=run_id)
+        await self.upstream.cancel(run.session_id, run.upstream_request_id)
+        self.pumps.ensure(run.session_id)
+        return await asyncio.to_thread(self.store.get, run_id) or run
+
+    async def get(self, run_id: str) -> Run:
+        run = await asyncio.to_thread(self.store.get, run_id)
+        if run is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        return run

@@ -1,0 +1,73 @@
+"""Leases with expiry in the database: only one process pumps a goose session at a time.
+
+The holder renews well before expiry; when it dies, the lease runs out and another process
+takes it over. `token` grows on every change of holder, so a holder can tell it was replaced.
+"""
+
+from __future__ import annotations
+
+import time
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from ..runs.tables import leases
+
+DEFAULT_TTL = 10.0
+
+
+class Lease:
+    def __init__(self, engine: sa.Engine, name: str, holder: str, ttl: float = DEFAULT_TTL) -> None:
+        self.engine = engine
+        self.name = name
+        self.holder = holder
+        self.ttl = ttl
+        self.token: int | None = None
+        self.valid_until = 0.0
+
+    @property
+    def held(self) -> bool:
+        """Held, with a safety margin: act on it only while well inside the expiry."""
+        return self.token is not None and time.time() < self.valid_until - self.ttl / 4
+
+    def acquire(self) -> bool:
+        """Take the lease if it is free, expired or already ours (which renews it)."""
+        now = time.time()
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        statement = (
+            insert(leases)
+            .values(name=self.name, holder=self.holder, token=1, expires_at=now + self.ttl)
+            .on_conflict_do_update(
+                index_elements=[leases.c.name],
+                set_={
+                    "holder": self.holder,
+                    "expires_at": now + self.ttl,
+                    "token": sa.case(
+                        (leases.c.holder == self.holder, leases.c.token),
+                        else_=leases.c.token + 1,
+                    ),
+                },
+                where=sa.or_(leases.c.expires_at < now, leases.c.holder == self.holder),
+            )
+            .returning(leases.c.token)
+        )
+        with self.engine.begin() as conn:
+            row = conn.execute(statement).first()
+        if row is None:  # another holder's lease, still running
+            self.token = None
+            return False
+        self.token = int(row.token)
+        self.valid_until = now + self.ttl
+        return True
+
+    def release(self) -> None:
+        if self.token is None:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(
+                leases.delete()
+                .where(leases.c.name == self.name)
+                .where(leases.c.holder == self.holder)
+                .where(leases.c.token == self.token)
+            )
+        self.token = None

@@ -1,0 +1,303 @@
+"""The session pump: reads one goose session's events and appends each to the log.
+
+One pump per goose session, owned by the gateway, never by a client connection, and only in the
+process that holds the session's lease. Every goose event is appended with goose's own id as
+`upstream_event_id`; the translator (`translator.py`) decides what is sent back as
+`Last-Event-ID`. The pump ends when the session has no active run and the log ends its latest
+run. What it does when goose misbehaves:
+
+- any reconnection is made without the header, since goose may have restarted meanwhile;
+  replayed events the log holds are recognised by content;
+- goose restarted (an id at or below one already persisted, on a connection that sent a header,
+  or naming different content): a new goosed lifetime begins at the log's head, so the old ids
+  are never sent again;
+- "Client too far behind": never copied into the log; reconnect without the header, skip what
+  the log holds, and if events were lost, append the conversation from `GET /sessions/{id}`;
+- a run goose no longer knows (not in `ActiveRequests` after a reconnect, and no terminal event
+  within the grace period) ends with an `Error` saying the upstream lost it;
+- goose unreachable: wait for `/status`, and after `upstream_down_timeout` end the active runs
+  with an `Error`, so no client is left on "running…".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+from ..exceptions import (
+    UpstreamError,
+    UpstreamHTTPError,
+    UpstreamTooFarBehind,
+    UpstreamUnavailable,
+)
+from ..log import EventLog
+from ..runs.model import Run, RunStatus, SessionBinding
+from ..runs.store import RunStore
+from .goose import GooseUpstream
+from .goose_events import GooseEventStream
+from .goose_frames import UpstreamFrame
+from .lease import Lease
+from .translator import is_duplicate, plan_resume, run_ended
+
+logger = logging.getLogger("gateway_kit.upstream")
+
+LOST_RUN_ERROR = "the upstream lost this run: goose no longer knows request {request_id}"
+UNREACHABLE_ERROR = "the upstream stayed unreachable for {seconds:g} s; the run was abandoned"
+RECOVERED_TYPE = "UpdateConversation"
+
+
+@dataclass(frozen=True, slots=True)
+class PumpSettings:
+    lost_run_grace: float = 5.0  # after a reconnect, how long a run absent from goose may take
+    error_finish_grace: float = 2.0  # after an Error, how long to wait for goose's Finish
+    reconnect_delay: float = 0.2
+    max_reconnect_delay: float = 5.0
+    upstream_down_timeout: float = 300.0
+    lease_ttl: float = 10.0
+
+
+class GooseRestarted(Exception):
+    """goosed started a new lifetime: its ids began again at 1."""
+
+
+class LeaseLost(Exception):
+    """Another process took the session's lease over."""
+
+
+class SessionPump:
+    def __init__(
+        self,
+        *,
+        log: EventLog,
+        store: RunStore,
+        upstream: GooseUpstream,
+        session_id: str,
+        lease: Lease,
+        settings: PumpSettings,
+    ) -> None:
+        self.log = log
+        self.store = store
+        self.upstream = upstream
+        self.session_id = session_id
+        self.binding = SessionBinding(stream="", session_id=session_id, lifetime_start_seq=0)
+        self.lease = lease
+        self.settings = settings
+        self._runs: dict[str, Run] = {}
+
+    async def run(self) -> None:
+        binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
+        if binding is None or not await asyncio.to_thread(self.lease.acquire):
+            return  # an unknown session, or another process pumps it
+        keeper = asyncio.create_task(self._keep_lease())
+        try:
+            await self._pump()
+        except LeaseLost:
+            logger.warning("pump for goose session %s lost its lease", self.session_id)
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+            await asyncio.to_thread(self.lease.release)
+
+    async def _keep_lease(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease.ttl / 3)
+            if not await asyncio.to_thread(self.lease.acquire):
+                return
+
+    async def _pump(self) -> None:
+        # Only a pump's first connection sends a header. After any drop goose may have
+        # restarted, and an id of its previous lifetime must never be sent: reconnections go
+        # header-less, recognise replayed events by content and notice lost ones by the gap.
+        first = True
+        while True:
+            binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
+            assert binding is not None  # bindings are never deleted
+            self.binding = binding
+            await self._end_runs_the_log_ended()
+            latest = await asyncio.to_thread(self.store.latest_run, self.session_id)
+            plan = await plan_resume(self.log, self.binding, latest)
+            if not plan.connect and not await self._active_runs():
+                return  # rule 4: the log already ends the latest run; goose is not contacted
+            header = plan.last_event_id if first else None
+            check_gap, first = not first, False
+            try:
+                if await self._consume(header, plan.newest_persisted, check_gap):
+                    return
+            except GooseRestarted:
+                logger.warning("goose restarted under session %s; new lifetime", self.session_id)
+                head = await self.log.alast_seq()
+                await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)
+                continue
+            except UpstreamTooFarBehind:
+                continue
+            except UpstreamUnavailable as exc:
+                logger.info("goose session %s unreachable: %s", self.session_id, exc)
+                await self._wait_for_goose()
+                continue
+            except UpstreamHTTPError as exc:  # e.g. goose no longer knows the session
+                logger.error("goose refused the events of session %s: %s", self.session_id, exc)
+                for run in await self._active_runs():
+                    await self._fail(run, f"the upstream refused the session's events: {exc}")
+                return
+            await asyncio.sleep(self.settings.reconnect_delay)  # goose closed the stream
+
+    async def _consume(self, header: int | None, known: int | None, check_gap: bool) -> bool:
+        """Read one connection; True when nothing is left to pump."""
+        at_connect = await self._active_runs()
+        async with self.upstream.events(self.session_id, header) as frames:
+            listed: set[str] = set()
+            reader = asyncio.create_task(self._read(frames, header, known, check_gap, listed))
+            watchdog = asyncio.create_task(self._end_lost_runs(at_connect, listed))
+            try:
+                await asyncio.wait({reader, watchdog}, return_when=asyncio.FIRST_COMPLETED)
+                if watchdog.done() and not reader.done() and watchdog.result():
+                    return True  # every active run was lost and ended: nothing to wait for
+                return await reader
+            finally:
+                for task in (reader, watchdog):
+                    task.cancel()
+                await asyncio.gather(reader, watchdog, return_exceptions=True)
+
+    async def _read(
+        self,
+        frames: GooseEventStream,
+        header: int | None,
+        known: int | None,
+        check_gap: bool,
+        listed: set[str],
+    ) -> bool:
+        deadline: float | None = None  # set after an Error: wait this long for its Finish
+        iterator = frames.__aiter__()
+        while True:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                frame = await asyncio.wait_for(iterator.__anext__(), timeout)
+            except StopAsyncIteration:
+                return False
+            except TimeoutError:
+                if not await self._active_runs():
+                    return True
+                deadline = None
+                continue
+            if frame.id is None:  # rule 8: ActiveRequests never moves the cursor
+                if frame.type == "ActiveRequests":
+                    listed.update(str(r) for r in frame.data.get("request_ids", []))
+                continue
+            if known is not None and frame.id <= known:
+                # goose replays only ids above the header within one lifetime; header-less, an
+                # id it already gave must name the very same event.
+                if header is None and await is_duplicate(
+                    self.log, self.binding, frame.id, frame.data
+                ):
+                    continue
+                raise GooseRestarted
+            if check_gap and known is not None and frame.id > known + 1:
+                await self._recover_conversation()
+            check_gap = False
+            known = frame.id
+            run = await self._append(frame)
+            if run is not None and frame.type in ("Finish", "Error"):
+                if frame.type == "Error":
+                    deadline = time.monotonic() + self.settings.error_finish_grace
+                elif not await self._active_runs():
+                    return True
+
+    async def _append(self, frame: UpstreamFrame) -> Run | None:
+        if not self.lease.held:
+            raise LeaseLost
+        run = await self._run_for(frame.run_key)
+        await self.log.aappend(
+            self.binding.stream,
+            frame.type,
+            frame.data,
+            run_id=None if run is None else run.run_id,
+            upstream_event_id=str(frame.id),
+        )
+        if run is not None and frame.type in ("Finish", "Error"):
+            await self._end_run(run.run_id, frame.type)
+        return run
+
+    async def _end_run(self, run_id: str, event_type: str) -> None:
+        run = await asyncio.to_thread(self.store.get, run_id)
+        if run is None or not run.active:
+            return
+        if event_type == "Error":
+            status = RunStatus.FAILED
+        else:
+            status = RunStatus.CANCELLED if run.cancel_requested else RunStatus.FINISHED
+        await asyncio.to_thread(self.store.end, run_id, status)
+
+    async def _run_for(self, request_id: str | None) -> Run | None:
+        if request_id is None:
+            return None
+        if request_id not in self._runs:
+            run = await asyncio.to_thread(self.store.by_upstream_request, request_id)
+            if run is None:
+                return None
+            self._runs[request_id] = run
+        return self._runs[request_id]
+
+    async def _active_runs(self) -> list[Run]:
+        return await asyncio.to_thread(self.store.active_runs, self.session_id)
+
+    async def _end_runs_the_log_ended(self) -> None:
+        """A process may have died between appending a terminal event and recording it."""
+        for run in await self._active_runs():
+            terminal = await run_ended(self.log, run)
+            if terminal is not None:
+                await self._end_run(run.run_id, terminal.type)
+
+    async def _end_lost_runs(self, at_connect: list[Run], listed: set[str]) -> bool:
+        """Rule 6: runs goose does not list after the reconnect, with no terminal event in time."""
+        await asyncio.sleep(self.settings.lost_run_grace)
+        for run in at_connect:
+            if run.upstream_request_id in listed:
+                continue
+            current = await asyncio.to_thread(self.store.get, run.run_id)
+            if current is None or not current.active or await run_ended(self.log, current):
+                continue
+            error = LOST_RUN_ERROR.format(request_id=run.upstream_request_id)
+            await self._fail(current, error)
+        return not await self._active_runs()
+
+    async def _fail(self, run: Run, error: str) -> None:
+        if not self.lease.held:
+            raise LeaseLost
+        await self.log.aappend(
+            run.stream,
+            "Error",
+            {"type": "Error", "error": error, "chat_request_id": run.upstream_request_id},
+            run_id=run.run_id,
+        )
+        await asyncio.to_thread(self.store.end, run.run_id, RunStatus.FAILED)
+
+    async def _recover_conversation(self) -> None:
+        """Rule 7: events fell out of goose's buffer; the session itself holds the conversation."""
+        try:
+            session = await self.upstream.get_session(self.session_id)
+        except UpstreamError as exc:
+            logger.warning("could not recover session %s: %s", self.session_id, exc)
+            return
+        active = await self._active_runs()
+        await self.log.aappend(
+            self.binding.stream,
+            RECOVERED_TYPE,
+            {"type": RECOVERED_TYPE, "conversation": session.conversation or [], "recovered": True},
+            run_id=active[0].run_id if len(active) == 1 else None,
+        )
+
+    async def _wait_for_goose(self) -> None:
+        delay = self.settings.reconnect_delay
+        down_since = time.monotonic()
+        while not await self.upstream.status():
+            if time.monotonic() - down_since > self.settings.upstream_down_timeout:
+                error = UNREACHABLE_ERROR.format(seconds=self.settings.upstream_down_timeout)
+                for run in await self._active_runs():
+                    await self._fail(run, error)
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.settings.max_reconnect_delay)

@@ -1,0 +1,103 @@
+"""Every session pump of one gateway process, and the scan that adopts orphaned sessions.
+
+A pump is started when a run starts; the scan also finds active runs whose session nobody
+pumps (their process died, its lease ran out) and starts a pump for them here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+from ..log import EventLog
+from ..runs.store import RunStore
+from .goose import GooseUpstream
+from .lease import Lease
+from .pump import PumpSettings, SessionPump
+
+logger = logging.getLogger("gateway_kit.upstream")
+
+SCAN_INTERVAL = 2.0
+LEASE_PREFIX = "pump:"
+
+
+class PumpManager:
+    def __init__(
+        self,
+        *,
+        log: EventLog,
+        store: RunStore,
+        upstream: GooseUpstream,
+        settings: PumpSettings | None = None,
+        scan_interval: float = SCAN_INTERVAL,
+    ) -> None:
+        self.log = log
+        self.store = store
+        self.upstream = upstream
+        self.settings = settings or PumpSettings()
+        self.scan_interval = scan_interval
+        self.holder = f"{uuid.uuid4().hex}"
+        self._pumps: dict[str, asyncio.Task[None]] = {}
+        self._scanner: asyncio.Task[None] | None = None
+
+    def running(self, session_id: str) -> bool:
+        task = self._pumps.get(session_id)
+        return task is not None and not task.done()
+
+    def ensure(self, session_id: str) -> None:
+        """Make sure this session is pumped (here, unless another process holds its lease)."""
+        if self.running(session_id):
+            return
+        lease = Lease(
+            self.store.engine, LEASE_PREFIX + session_id, self.holder, self.settings.lease_ttl
+        )
+        pump = SessionPump(
+            log=self.log,
+            store=self.store,
+            upstream=self.upstream,
+            session_id=session_id,
+            lease=lease,
+            settings=self.settings,
+        )
+        task = asyncio.create_task(pump.run(), name=f"gateway-kit-pump-{session_id}")
+        task.add_done_callback(self._pump_ended)
+        self._pumps[session_id] = task
+
+    def _pump_ended(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("a session pump failed", exc_info=task.exception())
+
+    async def scan(self) -> None:
+        """Adopt every session that has an active run and no live pump here."""
+        runs = await asyncio.to_thread(self.store.active_runs)
+        for session_id in sorted({run.session_id for run in runs}):
+            self.ensure(session_id)
+
+    async def start(self) -> None:
+        if self._scanner is None:
+            self._scanner = asyncio.create_task(self._scan_forever(), name="gateway-kit-pumps")
+
+    async def _scan_forever(self) -> None:
+        while True:
+            try:
+                await self.scan()
+            except Exception:
+                logger.exception("scanning for sessions to pump failed; trying again")
+            await asyncio.sleep(self.scan_interval)
+
+    async def wait_idle(self) -> None:
+        """Wait until every pump started so far has ended (tests, graceful shutdown)."""
+        while pending := [t for t in self._pumps.values() if not t.done()]:
+            await asyncio.wait(pending)
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._scanner, *self._pumps.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._scanner = None
+        self._pumps.clear()

@@ -1,0 +1,95 @@
+"""A gateway's upstream side wired to the fake goose through respx, on a real log."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import httpx
+import respx
+
+from gateway_kit import Event, EventLog
+from gateway_kit.runs.model import Run
+from gateway_kit.runs.service import RunService
+from gateway_kit.runs.store import RunStore
+from gateway_kit.testing import FakeGoose
+from gateway_kit.upstream import GooseUpstream
+from gateway_kit.upstream.pump import PumpSettings
+from gateway_kit.upstream.pumps import PumpManager
+
+GOOSE_URL = "http://goose.test"
+STREAM = "conv-1"
+FAST = PumpSettings(
+    lost_run_grace=0.6,
+    error_finish_grace=0.3,
+    reconnect_delay=0.02,
+    max_reconnect_delay=0.1,
+    upstream_down_timeout=2.0,
+    lease_ttl=3.0,
+)
+
+
+@dataclass
+class Harness:
+    log: EventLog
+    store: RunStore
+    fake: FakeGoose
+    upstream: GooseUpstream
+    pumps: PumpManager
+    runs: RunService
+    session_id: str
+
+    def new_pumps(self) -> PumpManager:
+        """Another gateway process's pumps (same database, same goose)."""
+        pumps = PumpManager(log=self.log, store=self.store, upstream=self.upstream, settings=FAST)
+        self.runs.pumps = pumps
+        return pumps
+
+    def events(self, run: Run | None = None) -> list[Event]:
+        if run is None:
+            return self.log.read(stream=STREAM, limit=10_000)
+        return self.log.read(run_id=run.run_id, limit=10_000)
+
+    def sent_headers(self) -> list[str | None]:
+        return [call.last_event_id for call in self.fake.events_calls]
+
+    async def until(self, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError("condition not met in time")
+            await asyncio.sleep(0.02)
+
+    async def finished(self, run: Run, timeout: float = 10.0) -> Run:
+        await self.until(lambda: not self.store.get(run.run_id).active, timeout)  # type: ignore[union-attr]
+        current = self.store.get(run.run_id)
+        assert current is not None
+        return current
+
+
+@contextlib.asynccontextmanager
+async def harness(log_url: str) -> AsyncIterator[Harness]:
+    fake = FakeGoose(ping_interval=0.05)
+    log = EventLog(log_url)
+    store = RunStore(log.engine)
+    client = httpx.AsyncClient()
+    try:
+        with respx.mock(assert_all_called=False) as router:
+            fake.mock(router, base_url=GOOSE_URL)
+            upstream = GooseUpstream(base_url=GOOSE_URL, secret_key=fake.secret_key, client=client)
+            pumps = PumpManager(log=log, store=store, upstream=upstream, settings=FAST)
+            runs = RunService(log=log, store=store, upstream=upstream, pumps=pumps)
+            session_id = fake.create_session()
+            store.bind(STREAM, session_id)
+            h = Harness(log, store, fake, upstream, pumps, runs, session_id)
+            try:
+                yield h
+            finally:
+                await h.pumps.stop()
+                await pumps.stop()
+    finally:
+        await client.aclose()
+        log.close()
