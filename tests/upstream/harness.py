@@ -7,6 +7,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import respx
@@ -71,8 +72,8 @@ class Harness:
 
 
 @contextlib.asynccontextmanager
-async def harness(log_url: str) -> AsyncIterator[Harness]:
-    fake = FakeGoose(ping_interval=0.05)
+async def harness(log_url: str, **fake_options: Any) -> AsyncIterator[Harness]:
+    fake = FakeGoose(ping_interval=0.05, **fake_options)
     log = EventLog(log_url)
     store = RunStore(log.engine)
     client = httpx.AsyncClient()

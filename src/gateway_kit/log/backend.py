@@ -74,6 +74,7 @@ class Latest:
     after: int = 0
     upstream_only: bool = False
     upstream_event_id: str | None = None
+    upto: int | None = None  # and seq <= upto
 
     def sql(self, placeholder: str) -> tuple[str, list[Any]]:
         where, params = [f"seq > {placeholder}"], [self.after]
@@ -84,6 +85,9 @@ class Latest:
                 params.append(value)
         if self.upstream_only:
             where.append("upstream_event_id IS NOT NULL")
+        if self.upto is not None:
+            where.append(f"seq <= {placeholder}")
+            params.append(self.upto)
         sql = (
             f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} ORDER BY seq DESC LIMIT 1"
         )

@@ -177,9 +177,17 @@ class EventLog:
         after: int = 0,
         upstream_only: bool = False,
         upstream_event_id: str | None = None,
+        upto: int | None = None,
     ) -> Event | None:
-        """The newest event with seq > `after` matching the given fields, or None."""
-        query = Latest(stream, run_id, check_cursor(after), upstream_only, upstream_event_id)
+        """The newest event with `after` < seq <= `upto` matching the given fields, or None."""
+        query = Latest(
+            stream,
+            run_id,
+            check_cursor(after),
+            upstream_only,
+            upstream_event_id,
+            None if upto is None else check_cursor(upto, name="upto"),
+        )
         self._check_open()
         return self._backend.latest(query)
 
@@ -191,6 +199,7 @@ class EventLog:
         after: int = 0,
         upstream_only: bool = False,
         upstream_event_id: str | None = None,
+        upto: int | None = None,
     ) -> Event | None:
         return await asyncio.to_thread(
             functools.partial(
@@ -200,6 +209,7 @@ class EventLog:
                 after=after,
                 upstream_only=upstream_only,
                 upstream_event_id=upstream_event_id,
+                upto=upto,
             )
         )
 

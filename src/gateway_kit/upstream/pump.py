@@ -63,6 +63,10 @@ class GooseRestarted(Exception):
     """goosed started a new lifetime: its ids began again at 1."""
 
 
+class RecheckWithoutHeader(Exception):
+    """A run goose should know is missing: look again header-less before calling it lost."""
+
+
 class LeaseLost(Exception):
     """Another process took the session's lease over."""
 
@@ -127,6 +131,8 @@ class SessionPump:
             try:
                 if await self._consume(header, plan.newest_persisted, check_gap):
                     return
+            except RecheckWithoutHeader:
+                continue
             except GooseRestarted:
                 logger.warning("goose restarted under session %s; new lifetime", self.session_id)
                 head = await self.log.alast_seq()
@@ -151,7 +157,9 @@ class SessionPump:
         async with self.upstream.events(self.session_id, header) as frames:
             listed: set[str] = set()
             reader = asyncio.create_task(self._read(frames, header, known, check_gap, listed))
-            watchdog = asyncio.create_task(self._end_lost_runs(at_connect, listed))
+            watchdog = asyncio.create_task(
+                self._end_lost_runs(at_connect, listed, header_sent=header is not None)
+            )
             try:
                 await asyncio.wait({reader, watchdog}, return_when=asyncio.FIRST_COMPLETED)
                 if watchdog.done() and not reader.done() and watchdog.result():
@@ -251,17 +259,33 @@ class SessionPump:
             if terminal is not None:
                 await self._end_run(run.run_id, terminal.type)
 
-    async def _end_lost_runs(self, at_connect: list[Run], listed: set[str]) -> bool:
-        """Rule 6: runs goose does not list after the reconnect, with no terminal event in time."""
+    async def _end_lost_runs(
+        self, at_connect: list[Run], listed: set[str], *, header_sent: bool
+    ) -> bool:
+        """Rule 6: runs goose does not list after the reconnect, with no terminal event in time.
+
+        After a header, a restarted goose replays nothing, so a run that finished there looks
+        lost: the pump first looks again without the header, where content tells the lifetimes
+        apart.
+        """
         await asyncio.sleep(self.settings.lost_run_grace)
+        lost = False
         for run in at_connect:
             if run.upstream_request_id in listed:
                 continue
             current = await asyncio.to_thread(self.store.get, run.run_id)
             if current is None or not current.active or await run_ended(self.log, current):
                 continue
+            if header_sent:
+                raise RecheckWithoutHeader
             error = LOST_RUN_ERROR.format(request_id=run.upstream_request_id)
             await self._fail(current, error)
+            lost = True
+        if lost:
+            # goose forgetting an in-flight request means it restarted: from here on, the ids
+            # persisted so far belong to its previous lifetime and are never sent again.
+            head = await self.log.alast_seq()
+            await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)
         return not await self._active_runs()
 
     async def _fail(self, run: Run, error: str) -> None:

@@ -54,6 +54,17 @@ async def plan_resume(log: EventLog, binding: SessionBinding, latest_run: Run | 
     return ResumePlan(connect=True, last_event_id=newest, newest_persisted=newest)
 
 
+async def goose_id_at(log: EventLog, binding: SessionBinding, cursor: int) -> int | None:
+    """The goose id that corresponds to a gateway cursor: the newest one persisted at or before
+    it in this goosed lifetime, or None when the header must be omitted."""
+    if cursor <= binding.lifetime_start_seq:
+        return None
+    event = await log.alatest(
+        binding.stream, after=binding.lifetime_start_seq, upto=cursor, upstream_only=True
+    )
+    return goose_id(event)
+
+
 async def is_duplicate(
     log: EventLog, binding: SessionBinding, frame_id: int, data: dict[str, object]
 ) -> bool:
