@@ -9,12 +9,14 @@ from .exceptions import (
     PayloadTooLarge,
     UpstreamError,
 )
+from .gateway import Gateway
 from .log import Event, EventLog
 
 __all__ = [
     "Event",
     "EventLog",
     "EventLogError",
+    "Gateway",
     "GatewayKitError",
     "InvalidCursor",
     "InvalidEvent",

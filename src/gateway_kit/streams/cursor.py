@@ -1,0 +1,48 @@
+"""Deciding where a client resumes, and when it must be told to start again (a reset).
+
+A cursor from another log (``<epoch>:<seq>`` with a foreign epoch) or beyond this log's head
+cannot be trusted: resuming "after" it could silently skip events. Such a client first gets a
+reset envelope, then every event from the start of the log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..log import EventLog
+from .request import Cursor
+from .sse import reset_envelope
+
+EPOCH_MISMATCH = "epoch_mismatch"
+BEYOND_HEAD = "cursor_beyond_head"
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    after: int
+    reset: str | None = None
+    """The reset envelope JSON to send before the events, when the cursor was not usable."""
+
+
+async def resume_point(
+    log: EventLog,
+    cursor: Cursor,
+    *,
+    known_head: int = 0,
+    stream: str | None = None,
+    run_id: str | None = None,
+) -> Resume:
+    """Where to resume for `cursor`; `known_head` is a seq already known to exist (no query)."""
+    if cursor.foreign_epoch is None and cursor.after <= known_head:
+        return Resume(cursor.after)
+    head = await log.alast_seq()
+    if cursor.foreign_epoch is not None:
+        reason = EPOCH_MISMATCH
+    elif cursor.after > head:
+        reason = BEYOND_HEAD
+    else:
+        return Resume(cursor.after)
+    envelope = reset_envelope(
+        stream=stream, run_id=run_id, epoch=log.epoch, head=head, reason=reason
+    )
+    return Resume(0, envelope)

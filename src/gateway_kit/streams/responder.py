@@ -1,0 +1,205 @@
+"""The SSE response of one client: replay from the log, then live events from the fan-out.
+
+Four tasks race in one group, and the first to finish cancels the others: *produce* (replay,
+then the subscription's queue), *ping* (a ``: ping`` comment every ``ping_interval``), *watch
+disconnect* (``receive()`` until ``http.disconnect``) and *watch stop* (the fan-out dropped this
+client for being too slow, or the server is stopping). A lock keeps a ping from being written
+while a data chunk is, and every write has a timeout: a client that stops reading is cut off.
+``OSError`` or a timeout while writing means the client is gone.
+
+Replay sends each page read from the log as one body chunk (hundreds of frames per write), and
+reads the next page while the current one is being written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from ..log import Event, EventLog
+from ..types import Receive, Send
+from .fanout import STOP_OVERFLOW, Subscription
+from .sse import PING, SSE_HEADERS, frames
+
+logger = logging.getLogger("gateway_kit.streams")
+
+DEFAULT_PING_INTERVAL = 15.0
+DEFAULT_SEND_TIMEOUT = 30.0
+DEFAULT_QUEUE_SIZE = 1024
+REPLAY_PAGE = 1000
+# The closing write may meet a client that stopped reading: it gets little time.
+CLOSE_TIMEOUT = 1.0
+
+FINISHED = "finished"  # a run stream sent its terminal event
+DISCONNECTED = "disconnected"
+FAILED = "failed"
+
+
+class ClientGone(Exception):
+    """Writing to the client failed or timed out."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    ping_interval: float = DEFAULT_PING_INTERVAL
+    send_timeout: float = DEFAULT_SEND_TIMEOUT
+    queue_size: int = DEFAULT_QUEUE_SIZE
+    replay_page: int = REPLAY_PAGE
+
+
+@dataclass(slots=True)
+class StreamSource:
+    """What one response serves: events of `stream` or of `run_id` after `after`."""
+
+    log: EventLog
+    sub: Subscription
+    after: int
+    stream: str | None = None
+    run_id: str | None = None
+    preamble: bytes = b""  # e.g. a reset frame, written before the replay
+    first_page: list[Event] | None = None  # already read after `after`, if the caller did
+
+
+class EventStreamResponder:
+    def __init__(
+        self, source: StreamSource, options: StreamOptions, receive: Receive, send: Send
+    ) -> None:
+        self.source = source
+        self.options = options
+        self.receive = receive
+        self.send = send
+        self.lock = asyncio.Lock()
+
+    async def __call__(self) -> None:
+        await self.send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        outcome = await race(
+            self.produce(), self.ping(), self.watch_disconnect(), self.watch_stop()
+        )
+        if outcome == DISCONNECTED:
+            return
+        if outcome == STOP_OVERFLOW:
+            logger.info("closing a stream whose client cannot keep up; it resumes by cursor")
+        with contextlib.suppress(OSError, TimeoutError):
+            async with asyncio.timeout(min(CLOSE_TIMEOUT, self.options.send_timeout)):
+                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def write(self, body: bytes) -> None:
+        async with self.lock:
+            try:
+                async with asyncio.timeout(self.options.send_timeout):
+                    await self.send({"type": "http.response.body", "body": body, "more_body": True})
+            except (OSError, TimeoutError) as exc:
+                raise ClientGone from exc
+
+    async def produce(self) -> str:
+        src = self.source
+        if src.preamble:
+            await self.write(src.preamble)
+        last, finished = await self.replay()
+        if finished:
+            return FINISHED
+        run_stream = src.run_id is not None
+        while True:
+            await src.sub.wake.wait()
+            chunk: list[bytes] = []
+            for seq, data, terminal in src.sub.take():
+                if seq <= last:
+                    continue  # already sent by the replay
+                chunk.append(data)
+                last = seq
+                if terminal and run_stream:
+                    finished = True
+                    break
+            if chunk:
+                await self.write(b"".join(chunk))
+            if finished:
+                return FINISHED
+
+    async def replay(self) -> tuple[int, bool]:
+        """Send the log's events up to the subscription's high-water mark, page by page."""
+        src = self.source
+        log, page_size, high = src.log, self.options.replay_page, src.sub.high_water
+        last = src.after
+        page = src.first_page
+        while last < high:
+            if page is None:
+                page = await log.aread(last, src.stream, page_size, run_id=src.run_id)
+            if page and page[-1].seq > high:
+                page = [e for e in page if e.seq <= high]
+            if not page:
+                break
+            finished = False
+            if src.run_id is not None:
+                for i, event in enumerate(page):
+                    if event.is_terminal:
+                        page, finished = page[: i + 1], True
+                        break
+            more = not finished and len(page) == page_size and page[-1].seq < high
+            upcoming = None
+            if more:
+                next_read = log.aread(page[-1].seq, src.stream, page_size, run_id=src.run_id)
+                upcoming = asyncio.ensure_future(next_read)
+            try:
+                await self.write(frames(page))
+            except BaseException:
+                if upcoming is not None:
+                    upcoming.cancel()
+                    upcoming.add_done_callback(_consume)
+                raise
+            last = page[-1].seq
+            if finished:
+                return last, True
+            if upcoming is None:
+                break
+            page = await upcoming
+        return last, False
+
+    async def ping(self) -> str:
+        while True:
+            await asyncio.sleep(self.options.ping_interval)
+            await self.write(PING)
+
+    async def watch_disconnect(self) -> str:
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                return DISCONNECTED
+
+    async def watch_stop(self) -> str:
+        await self.source.sub.stopped.wait()
+        return self.source.sub.stop_reason or STOP_OVERFLOW
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned read's outcome, so its error is not reported as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def race(*coros: Coroutine[Any, Any, str]) -> str:
+    """Run the coroutines as tasks until the first finishes; cancel the rest; return its result.
+
+    A `ClientGone` from any of them ends the race as `DISCONNECTED`; any other error is logged
+    and ends the race too (the response is then closed, and the client resumes by cursor).
+    """
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    first = next(t for t in tasks if t in done)
+    if first.cancelled():
+        return DISCONNECTED
+    error = first.exception()
+    if error is None:
+        return first.result()
+    if isinstance(error, ClientGone):
+        return DISCONNECTED
+    logger.error("a stream failed; closing it", exc_info=error)
+    return FAILED

@@ -1,0 +1,96 @@
+"""Fan-out and stopping: one live reader, slow clients cut off, streams closed on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gateway_kit import EventLog, Gateway
+
+from .asgi_driver import Request
+from .conftest import MakeGateway
+
+PATH = "/gateway/streams/conv/events"
+
+
+def test_many_subscribers_share_one_live_reader(log: EventLog, gateway: Gateway) -> None:
+    async def main() -> None:
+        requests = [Request(gateway, PATH).start() for _ in range(100)]
+        log.append("conv", "Message", {"n": 0})
+        await asyncio.gather(*(r.wait_events(1) for r in requests))
+        hub = gateway.streams.state().hub
+        reads_before = hub.reads
+        for n in range(1, 4):
+            await log.aappend("conv", "Message", {"n": n})
+            await asyncio.gather(*(r.wait_events(n + 1) for r in requests))
+        # One read per wake-up for the whole process, not one per subscriber.
+        assert hub.reads - reads_before <= 6
+        for r in requests:
+            r.disconnect()
+        await asyncio.gather(*(r.finished() for r in requests))
+        assert all([e["seq"] for e in r.events] == [1, 2, 3, 4] for r in requests)
+
+    asyncio.run(main())
+
+
+def test_a_client_that_stops_reading_is_cut_off_and_the_others_carry_on(
+    log: EventLog, make_gateway: MakeGateway
+) -> None:
+    gateway = make_gateway(queue_size=4, send_timeout=60)
+
+    async def main() -> None:
+        healthy = Request(gateway, PATH).start()
+        stuck = Request(gateway, PATH, send_blocked=True).start()
+        await stuck.wait_for(lambda r: r.status == 200)
+        await healthy.wait_for(lambda r: r.status == 200)
+        # The stuck client is still writing its first chunk when these arrive.
+        await log.aappend("conv", "Message", {"n": 0})
+        for n in range(1, 20):
+            await log.aappend("conv", "Message", {"n": n})
+        await healthy.wait_events(20)
+        await stuck.finished()  # cut off without waiting for its 60 s send timeout
+        assert not stuck.complete
+        healthy.disconnect()
+        await healthy.finished()
+        assert [e["seq"] for e in healthy.events] == list(range(1, 21))
+
+    asyncio.run(main())
+
+
+def test_a_write_that_times_out_ends_the_stream(log: EventLog, make_gateway: MakeGateway) -> None:
+    gateway = make_gateway(send_timeout=0.05, ping_interval=0.01)
+
+    async def main() -> None:
+        stuck = Request(gateway, PATH, send_blocked=True).start()
+        await stuck.finished()  # a ping could not be written in time
+        assert stuck.status == 200 and not stuck.body
+
+    asyncio.run(main())
+
+
+def test_close_streams_ends_open_streams_and_refuses_new_ones(
+    log: EventLog, gateway: Gateway
+) -> None:
+    log.append("conv", "Message", {})
+
+    async def main() -> None:
+        requests = [Request(gateway, PATH).start() for _ in range(3)]
+        await asyncio.gather(*(r.wait_events(1) for r in requests))
+        gateway.close_streams()
+        await asyncio.gather(*(r.finished() for r in requests))
+        assert all(r.complete for r in requests)  # a clean end: the client reconnects
+        late = await Request(gateway, PATH).run()
+        assert late.status == 503
+        assert late.json()["error"] == "shutting_down"
+
+    asyncio.run(main())
+
+
+def test_close_streams_works_from_another_thread(log: EventLog, gateway: Gateway) -> None:
+    async def main() -> None:
+        request = Request(gateway, PATH).start()
+        await request.wait_for(lambda r: r.status == 200)
+        await asyncio.to_thread(gateway.close_streams)
+        await request.finished()
+        assert request.complete
+
+    asyncio.run(main())

@@ -1,0 +1,181 @@
+"""`Gateway` as an ASGI app: what it mounts, what it routes, and its lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+from flask import Flask
+from starlette.applications import Starlette
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from gateway_kit import EventLog, Gateway
+from gateway_kit.gateway import is_wsgi
+from gateway_kit.types import Message
+
+
+@pytest.fixture
+def log(sqlite_url: str) -> Iterator[EventLog]:
+    with EventLog(sqlite_url) as event_log:
+        yield event_log
+
+
+def flask_app() -> Flask:
+    app = Flask("legacy")
+    app.add_url_rule("/hello", "hello", lambda: {"from": "flask"})
+    return app
+
+
+def wsgi_function(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    start_response("200 OK", [("content-type", "text/plain")])
+    return [b"plain wsgi"]
+
+
+def get(app: Any, path: str, method: str = "GET", **kwargs: Any) -> httpx.Response:
+    async def main() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.request(method, path, **kwargs)
+
+    return asyncio.run(main())
+
+
+def test_a_flask_app_is_mounted_through_a2wsgi(log: EventLog) -> None:
+    gateway = Gateway(flask_app(), log=log, wsgi_workers=2)
+    assert gateway.wsgi
+    assert get(gateway, "/hello").json() == {"from": "flask"}
+
+
+def test_a_plain_wsgi_callable_is_recognised_or_named(log: EventLog) -> None:
+    assert is_wsgi(wsgi_function)
+    assert get(Gateway(wsgi_function, log=log), "/any").text == "plain wsgi"
+    assert get(Gateway(wsgi_function, log=log, wsgi=True), "/any").text == "plain wsgi"
+
+
+def test_an_app_of_unknown_kind_must_be_named(log: EventLog) -> None:
+    with pytest.raises(TypeError, match="wsgi=True or wsgi=False"):
+        Gateway(lambda: None, log=log)
+
+
+def test_an_asgi_app_is_mounted_as_is_with_its_lifespan(log: EventLog) -> None:
+    started: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        started.append("up")
+        yield
+        started.append("down")
+
+    async def hello(request: StarletteRequest) -> JSONResponse:
+        return JSONResponse({"from": "starlette"})
+
+    inner = Starlette(routes=[Route("/hello", hello)], lifespan=lifespan)
+    gateway = Gateway(inner, log=log)
+    assert not gateway.wsgi
+    assert get(gateway, "/hello").json() == {"from": "starlette"}
+    assert run_lifespan(gateway) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert started == ["up", "down"]
+
+
+def test_the_lifespan_is_answered_for_a_wsgi_app(log: EventLog) -> None:
+    gateway = Gateway(flask_app(), log=log)
+    assert run_lifespan(gateway) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def run_lifespan(app: Any) -> list[str]:
+    async def main() -> list[str]:
+        inbox: asyncio.Queue[Message] = asyncio.Queue()
+        for kind in ("lifespan.startup", "lifespan.shutdown"):
+            inbox.put_nowait({"type": kind})
+        sent: list[str] = []
+
+        async def send(message: Message) -> None:
+            sent.append(message["type"])
+
+        await asyncio.wait_for(
+            app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send), 10
+        )
+        return sent
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("GET", "/gateway/nothing", 404, "not_found"),
+        ("GET", "/gateway", 404, "not_found"),
+        ("GET", "/gateway/streams/conv", 404, "not_found"),
+        ("GET", "/gateway/streams//events", 404, "not_found"),
+        ("POST", "/gateway/streams/conv/events", 405, "method_not_allowed"),
+        ("GET", "/not-under-the-prefix", 404, "not_found"),  # no wrapped app
+    ],
+)
+def test_errors_are_json(log: EventLog, method: str, path: str, status: int, code: str) -> None:
+    response = get(Gateway(log=log), path, method=method)
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["error"] == code and body["message"]
+    if status == 405:
+        assert response.headers["allow"] == "GET"
+
+
+def test_the_prefix_is_the_gateways_and_the_rest_is_the_apps(log: EventLog) -> None:
+    log.append("a/b", "Message", {})
+    gateway = Gateway(flask_app(), log=log, prefix="/gk/")
+    assert gateway.prefix == "/gk"
+    page = get(gateway, "/gk/streams/a%2Fb/events", headers={"accept": "application/json"})
+    assert [e["stream"] for e in page.json()["events"]] == ["a/b"]
+    assert get(gateway, "/gateway/streams/a/events").status_code == 404  # Flask's own 404
+    assert get(gateway, "/hello").json() == {"from": "flask"}
+
+
+def test_routes_sit_below_the_root_path(log: EventLog) -> None:
+    log.append("conv", "Message", {})
+
+    async def main() -> httpx.Response:
+        transport = httpx.ASGITransport(app=Gateway(log=log), root_path="/app")
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.get(
+                "/app/gateway/streams/conv/events", headers={"accept": "application/json"}
+            )
+
+    assert [e["seq"] for e in asyncio.run(main()).json()["events"]] == [1]
+
+
+def test_a_bad_prefix_is_refused(log: EventLog) -> None:
+    with pytest.raises(ValueError, match="prefix"):
+        Gateway(log=log, prefix="gateway")
+
+
+def test_allow_anonymous_warns_at_start_up(log: EventLog, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="gateway_kit"):
+        Gateway(log=log)
+        assert not caplog.records
+        gateway = Gateway(log=log, allow_anonymous=True, upstream="up", plugins=["p"])
+    assert "allow_anonymous" in caplog.text
+    assert (gateway.allow_anonymous, gateway.upstream, gateway.plugins) == (True, "up", ("p",))
+
+
+def test_a_websocket_without_a_wrapped_app_is_closed(log: EventLog) -> None:
+    async def main() -> list[Message]:
+        sent: list[Message] = []
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        async def receive() -> Message:
+            return {"type": "websocket.connect"}
+
+        await Gateway(log=log)({"type": "websocket", "path": "/ws"}, receive, send)
+        return sent
+
+    assert asyncio.run(main()) == [{"type": "websocket.close", "code": 1000}]
