@@ -9,6 +9,11 @@ while a data chunk is, and every write has a timeout: a client that stops readin
 
 Replay sends each page read from the log as one body chunk (hundreds of frames per write), and
 reads the next page while the current one is being written.
+
+A client cut off while its connection is still full cannot be sent the end of the response:
+the write would wait for it. The response is then left unfinished after `CLOSE_TIMEOUT`, and
+the server closes the connection (uvicorn logs "ASGI callable returned without completing
+response" for it); the client resumes by cursor like after any dropped connection.
 """
 
 from __future__ import annotations
