@@ -98,3 +98,11 @@ def test_failing_archive_deletes_nothing(log: EventLog) -> None:
 def test_negative_age_is_refused(log: EventLog) -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         log.prune(older_than=-1)
+
+
+def test_pruning_the_newest_events_does_not_lower_the_head(log: EventLog) -> None:
+    events = run(log, "s", "r")
+    backdate(log, "r", 7200)
+    log.prune(older_than=3600)
+    assert log.read() == []
+    assert log.last_seq() == events[-1].seq  # a client holding that cursor is not "beyond"

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 
 from .event import Event, NewEvent
-from .schema import COLUMNS, EVENTS
+from .schema import COLUMNS, EVENTS, META
 
 Row = Sequence[Any]
 
@@ -94,10 +94,25 @@ class Latest:
         return sql, params
 
 
-def last_seq_sql(stream: str | None, placeholder: str) -> str:
+PRUNED_SEQ_KEY = "pruned_seq"
+
+
+def last_seq_sql(stream: str | None, placeholder: str, greatest: str) -> str:
+    """The newest committed seq; for the whole log, never lower than what retention deleted,
+    so that pruning the newest events does not make valid cursors look beyond the head."""
     if stream is None:
-        return f"SELECT COALESCE(MAX(seq), 0) FROM {EVENTS}"
+        return (
+            f"SELECT {greatest}(COALESCE((SELECT MAX(seq) FROM {EVENTS}), 0), "
+            f"COALESCE((SELECT CAST(value AS BIGINT) FROM {META} "
+            f"WHERE key = '{PRUNED_SEQ_KEY}'), 0))"
+        )
     return f"SELECT COALESCE(MAX(seq), 0) FROM {EVENTS} WHERE stream = {placeholder}"
+
+
+RECORD_PRUNED_SQL = (
+    f"INSERT INTO {META} (key, value) SELECT '{PRUNED_SEQ_KEY}', CAST(MAX(seq) AS TEXT) "
+    f"FROM {EVENTS} WHERE true ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
 
 
 def prunable_runs_sql(placeholder: str, terminal: str) -> str:

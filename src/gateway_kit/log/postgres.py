@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from .backend import (
+    RECORD_PRUNED_SQL,
     Latest,
     last_seq_sql,
     prunable_runs_sql,
@@ -106,7 +107,7 @@ class PostgresBackend:
 
     def last_seq(self, stream: str | None) -> int:
         params = () if stream is None else (stream,)
-        row = self._reader().execute(last_seq_sql(stream, "%s"), params).fetchone()
+        row = self._reader().execute(last_seq_sql(stream, "%s", "GREATEST"), params).fetchone()
         assert row is not None
         return int(row[0])
 
@@ -125,6 +126,8 @@ class PostgresBackend:
                 r[0]
                 for r in self._writer.execute(prunable_runs_sql("%s", terminal), (finished_before,))
             ]
+            if runs:
+                self._writer.execute(RECORD_PRUNED_SQL)
             for run_id in runs:
                 if archive is not None:
                     rows = self._writer.execute(
@@ -137,10 +140,13 @@ class PostgresBackend:
 
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
         conn = self._connect()
-        conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-        while not stop():
-            for _ in conn.notifies(timeout=LISTEN_TIMEOUT, stop_after=1):
-                changed()
+        try:
+            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            while not stop():
+                for _ in conn.notifies(timeout=LISTEN_TIMEOUT, stop_after=1):
+                    changed()
+        finally:
+            conn.close()
 
     def close(self) -> None:
         with self._all_lock:

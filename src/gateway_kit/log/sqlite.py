@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from .backend import (
+    RECORD_PRUNED_SQL,
     Latest,
     last_seq_sql,
     prunable_runs_sql,
@@ -133,7 +134,7 @@ class SQLiteBackend:
 
     def last_seq(self, stream: str | None) -> int:
         params = () if stream is None else (stream,)
-        return int(self._reader().execute(last_seq_sql(stream, "?"), params).fetchone()[0])
+        return int(self._reader().execute(last_seq_sql(stream, "?", "MAX"), params).fetchone()[0])
 
     def latest(self, query: Latest) -> Event | None:
         sql, params = query.sql("?")
@@ -149,6 +150,8 @@ class SQLiteBackend:
                 r[0] for r in conn.execute(prunable_runs_sql("?", terminal), (finished_before,))
             ]
             deleted = 0
+            if runs:
+                conn.execute(RECORD_PRUNED_SQL)
             for run_id in runs:
                 if archive is not None:
                     rows = conn.execute(
@@ -167,13 +170,16 @@ class SQLiteBackend:
 
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
         conn = self._connect()
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        while not stop():
-            time.sleep(WATCH_INTERVAL)
-            now = conn.execute("PRAGMA data_version").fetchone()[0]
-            if now != version:
-                version = now
-                changed()
+        try:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            while not stop():
+                time.sleep(WATCH_INTERVAL)
+                now = conn.execute("PRAGMA data_version").fetchone()[0]
+                if now != version:
+                    version = now
+                    changed()
+        finally:
+            conn.close()
 
     def close(self) -> None:
         with self._all_lock:
