@@ -1,0 +1,25 @@
+"""The legacy app adopting gateway_kit: ``gateway-kit serve gateway:app --db sqlite:///gw.db``.
+
+1. Mount: `Gateway` wraps the Flask app; every route of the app keeps working.
+2. Events to the log: ``EVENT_LOG`` makes the app write its task events to the `EventLog`; the
+   gateway answers the legacy ``GET /api/tasks/<id>?from=<idx>`` poll from the log, in the old
+   shape, so unmodified clients keep working.
+3. Clients switch to SSE: ``/conversations/<id>`` is a page reading
+   ``/gateway/streams/<id>/events`` with `EventSource`, resuming by itself after any disconnect.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gateway_kit import EventLog, Gateway
+from gateway_kit.demo import create_app
+
+log = EventLog(os.environ.get("GATEWAY_KIT_DB") or "sqlite:///gateway.db")
+flask_app = create_app()
+
+# Step 2. Without this line the app keeps its events in its deques (step 1): it works either way.
+flask_app.config["EVENT_LOG"] = log
+
+# allow_anonymous: the demo's streams are readable without credentials (identity comes later).
+app = Gateway(flask_app, log=log, allow_anonymous=True)
