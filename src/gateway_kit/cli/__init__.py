@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import db, demo, tail
+from . import db, demo, serve, tail
 
 DEFAULT_DB = "sqlite:///gateway.db"
 DB_HELP = "database URL (default: $GATEWAY_KIT_DB, else sqlite:///gateway.db)"
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (demo, db, tail):
+    for module in (demo, serve, db, tail):
         module.register(commands, add_db_option)
     return parser
 

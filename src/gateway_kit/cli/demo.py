@@ -1,24 +1,133 @@
-"""``gateway-kit demo``: the example app on embedded SQLite."""
+"""``gateway-kit demo``: the example app, wrapped by `Gateway`, on embedded SQLite.
+
+It prints the URLs to open and serves until Ctrl-C. The socket is bound before anything is
+printed, so the printed port is the one served (8000 unless it is taken, then a free one) and a
+client that connects right away waits in the backlog instead of being refused.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
+import socket
+import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from ..log import EventLog
+import uvicorn
+
+from ..demo.app import DEFAULT_CONVERSATION, DEFAULT_USERS
+from ..demo.gateway import build_gateway
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DB_FILE = "gateway-demo.db"
+BACKLOG = 128
+
+PORT_TAKEN = "port {port} is taken; serving on {chosen} instead"
+CANNOT_BIND = "gateway-kit demo: cannot listen on {host}:{port}: {error}"
+BANNER = """\
+gateway_kit demo: a legacy-style Flask app wrapped by Gateway, its events in {db}
+
+  Live events of a conversation:  {url}/conversations/{conversation}
+  Log in (user {user}, password {password}):  {url}/login
+
+  Start a task with curl, then poll it the legacy way:
+    curl -c cookies.txt -d username={user} -d password={password} {url}/login
+    curl -b cookies.txt -H 'Content-Type: application/json' \\
+         -d '{{"conversation_id": "{conversation}", "message": "hello"}}' {url}/api/tasks
+    curl -b cookies.txt '{url}/api/tasks/TASK_ID?from=0'
+  Follow the conversation over SSE:
+    curl -N {url}/gateway/streams/{conversation}/events
+
+Ctrl-C stops the demo; start it again and the history is still there.
+"""
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
     demo = commands.add_parser("demo", help="run the example app on embedded SQLite")
-    demo.add_argument("--db", default="sqlite:///gateway-demo.db", help="database URL")
+    demo.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST}")
+    demo.add_argument(
+        "--port", type=int, default=None, help=f"default {DEFAULT_PORT}, or a free one if taken"
+    )
+    # "" rather than None: the demo does not follow $GATEWAY_KIT_DB, it keeps its own file.
+    demo.add_argument(
+        "--db", default="", help=f"database URL (default: {DB_FILE} here, else in a temp dir)"
+    )
     demo.set_defaults(run=run)
 
 
+def demo_db_url() -> str:
+    """A SQLite file in the current directory when it is writable, else in a temp dir."""
+    folder = Path.cwd() if os.access(Path.cwd(), os.W_OK) else Path(tempfile.mkdtemp())
+    return f"sqlite:///{folder / DB_FILE}"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # As uvicorn does: a restarted demo may reuse its port while old connections linger.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def listen_on_free_port(host: str, port: int | None) -> socket.socket:
+    """Listen on `port`, or when none was asked for, on the default or any free port."""
+    if port is not None:
+        return listen(host, port)
+    try:
+        return listen(host, DEFAULT_PORT)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+    sock = listen(host, 0)
+    print(PORT_TAKEN.format(port=DEFAULT_PORT, chosen=sock.getsockname()[1]), flush=True)
+    return sock
+
+
+def base_url(host: str, port: int) -> str:
+    # A server listening on every address is reached, from here, through the loopback one.
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+
+
 def run(args: argparse.Namespace) -> int:
-    with EventLog(args.db) as log:
-        print(f"gateway_kit demo log: {args.db}")
-        print(f"epoch {log.epoch}, {log.last_seq()} events")
-        for event in log.read(after=max(0, log.last_seq() - 10)):
-            print(f"  {event.seq} {event.stream} {event.type} {event.data_json}")
+    try:
+        sock = listen_on_free_port(args.host, args.port)
+    except OSError as exc:
+        port = DEFAULT_PORT if args.port is None else args.port
+        print(CANNOT_BIND.format(host=args.host, port=port, error=exc.strerror), file=sys.stderr)
+        return 1
+    with sock:
+        db = args.db or demo_db_url()
+        gateway = build_gateway(db)
+        try:
+            user, password = next(iter(DEFAULT_USERS.items()))
+            print(
+                BANNER.format(
+                    db=db,
+                    url=base_url(args.host, sock.getsockname()[1]),
+                    conversation=DEFAULT_CONVERSATION,
+                    user=user,
+                    password=password,
+                ),
+                flush=True,
+            )
+            config = uvicorn.Config(gateway, access_log=False, log_level="warning")
+            # uvicorn shuts down gracefully on Ctrl-C, then raises it again: the demo stopped
+            # as asked, which is a success (as for `serve`, where uvicorn.run swallows it).
+            with contextlib.suppress(KeyboardInterrupt):
+                uvicorn.Server(config).run(sockets=[sock])
+        finally:
+            gateway.log.close()
     return 0

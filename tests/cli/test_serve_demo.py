@@ -1,0 +1,234 @@
+"""``gateway-kit serve`` and ``gateway-kit demo`` as a user runs them: real processes, real HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gateway_kit import EventLog
+from gateway_kit.cli import main
+
+EXE = [sys.executable, "-m", "gateway_kit.cli"]
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 20.0
+BANNER_END = "Ctrl-C stops the demo"
+URL = re.compile(r"http://[^\s'\"]+")
+
+PLAIN_FLASK_APP = """
+from flask import Flask
+
+app = Flask(__name__)
+
+
+@app.get("/hello")
+def hello():
+    return {"hello": "from a plain Flask app"}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def stop(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """Ctrl-C, then what the process wrote."""
+    process.send_signal(signal.SIGINT)
+    return process.communicate(timeout=STOP_TIMEOUT)
+
+
+@contextlib.contextmanager
+def running(command: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
+    process = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def read_banner(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith(BANNER_END):
+            return "".join(lines)
+    raise AssertionError(f"the demo ended before printing its URLs:\n{''.join(lines)}")
+
+
+def wait_until_serving(process: subprocess.Popen[str], url: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the server exited: {process.communicate()}"
+        with contextlib.suppress(httpx.TransportError):
+            httpx.get(url, headers={"accept": "application/json"})
+            return
+        time.sleep(0.05)
+    raise AssertionError("the server did not start")
+
+
+def legacy_task(client: httpx.Client, base: str, message: str) -> str:
+    assert client.post(f"{base}/login", json={"username": "demo", "password": "demo"}).is_success
+    started = client.post(f"{base}/api/tasks", json={"conversation_id": "c1", "message": message})
+    assert started.status_code == 200, started.text
+    task_id: str = started.json()["task_id"]
+    return task_id
+
+
+def test_demo_prints_urls_that_work_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    port = free_port()
+    with running([*EXE, "demo", "--port", str(port)], tmp_path) as demo:
+        banner = read_banner(demo)
+        urls = URL.findall(banner)
+        page, login = urls[0], urls[1]
+        assert page == f"http://127.0.0.1:{port}/conversations/demo"
+        assert login == f"http://127.0.0.1:{port}/login"
+        with httpx.Client() as client:
+            assert "new EventSource(" in client.get(page).text
+            assert 'name="password"' in client.get(login).text
+            # The printed curl commands, as httpx requests.
+            base = f"http://127.0.0.1:{port}"
+            assert f"curl -c cookies.txt -d username=demo -d password=demo {login}" in banner
+            logged_in = client.post(login, data={"username": "demo", "password": "demo"})
+            assert logged_in.status_code == 302
+            assert f"{base}/api/tasks" in urls
+            started = client.post(
+                f"{base}/api/tasks", json={"conversation_id": "demo", "message": "hello"}
+            )
+            task_id = started.json()["task_id"]
+            poll_url = next(u for u in urls if "TASK_ID" in u).replace("TASK_ID", task_id)
+            polled = client.get(poll_url).json()
+            assert polled["events"][0]["data"]["text"] == "hello"
+            # Ctrl-C once the reply is over: a turn cut short by the stop is not this test's.
+            while polled["status"] == "running":
+                time.sleep(0.1)
+                polled = client.get(poll_url.replace("from=0", f"from={polled['next_offset']}"))
+                polled = polled.json()
+            assert polled["status"] == "completed"
+            sse_url = f"{base}/gateway/streams/demo/events"
+            assert f"curl -N {sse_url}" in banner
+            with client.stream("GET", sse_url) as stream:
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                lines = stream.iter_lines()
+                assert next(lines) == "id: 1"
+                assert '"text":"hello"' in next(lines)
+            out, err = stop(demo)
+    assert demo.returncode == 0
+    assert "Traceback" not in out + err
+    assert (tmp_path / "gateway-demo.db").exists()
+
+
+def test_demo_serves_on_a_free_port_when_8000_is_taken(tmp_path: Path) -> None:
+    with contextlib.ExitStack() as stack:
+        blocker = stack.enter_context(socket.socket())
+        try:
+            blocker.bind(("127.0.0.1", 8000))
+            blocker.listen()
+        except OSError as exc:  # taken already, which is what this test needs
+            assert exc.errno == errno.EADDRINUSE
+        demo = stack.enter_context(running([*EXE, "demo"], tmp_path))
+        banner = read_banner(demo)
+        port = int(re.findall(r"http://127\.0\.0\.1:(\d+)/", banner)[0])
+        assert port != 8000
+        assert f"port 8000 is taken; serving on {port} instead" in banner
+        assert httpx.get(f"http://127.0.0.1:{port}/login").status_code == 200
+        stop(demo)
+        assert demo.returncode == 0
+
+
+def test_demo_refuses_a_port_asked_for_that_is_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["demo", "--port", str(port)]) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_serve_runs_a_gateway_module_over_the_db_it_is_given(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/served.db"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [*EXE, "serve", "gateway_kit.demo.gateway:app", "--db", db, "--port", str(port)]
+    with running(command, tmp_path) as server:
+        wait_until_serving(server, f"{base}/login")
+        with httpx.Client() as client:
+            task_id = legacy_task(client, base, "served")
+        _, err = stop(server)
+    assert server.returncode == 0
+    assert "Traceback" not in err
+    with EventLog(db) as log:
+        assert log.read(run_id=task_id)[0].data["text"] == "served"
+
+
+@pytest.mark.parametrize(
+    ("target", "route"),
+    [("plain_site:app", "/hello"), ("gateway_kit.demo.gateway:app", "/login")],
+    ids=["plain-flask-app", "gateway-module"],
+)
+def test_serve_with_workers_serves_the_db_it_is_given_in_every_worker(
+    tmp_path: Path, target: str, route: str
+) -> None:
+    (tmp_path / "plain_site.py").write_text(PLAIN_FLASK_APP)
+    db = f"sqlite:///{tmp_path}/workers.db"
+    with EventLog(db) as log:
+        log.append("s1", "Message", {"text": "in the log"})
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [*EXE, "serve", target, "--db", db, "--port", str(port), "--workers", "2"]
+    with running(command, tmp_path) as server:
+        wait_until_serving(server, f"{base}{route}")
+        with httpx.Client() as client:
+            for _ in range(4):  # whichever worker answers
+                assert client.get(f"{base}{route}").status_code == 200
+                page = client.get(
+                    f"{base}/gateway/streams/s1/events", headers={"accept": "application/json"}
+                )
+                assert [e["data"] for e in page.json()["events"]] == [{"text": "in the log"}]
+        _, err = stop(server)
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("no_colon_here", "is not MODULE:ATTR"),
+        ("gateway_kit_no_such_module:app", "cannot import 'gateway_kit_no_such_module'"),
+        ("gateway_kit.demo.app:no_such_app", "has no attribute 'no_such_app'"),
+    ],
+)
+def test_serve_explains_a_target_it_cannot_load(
+    target: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("GATEWAY_KIT_DB", f"sqlite:///{tmp_path}/unused.db")  # restored after
+    monkeypatch.syspath_prepend(str(tmp_path))  # sys.path is restored after, too
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", target]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_serve_refuses_zero_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "gateway_kit.demo.gateway:app", "--workers", "0"])
+    assert "is not a positive integer" in capsys.readouterr().err
