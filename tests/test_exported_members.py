@@ -16,5 +16,5 @@ def test_all_is_sorted_and_complete() -> None:
 
 
 def test_contract_names_are_exported() -> None:
-    for name in ("EventLog", "Event"):
+    for name in ("EventLog", "Event", "Gateway", "GooseUpstream"):
         assert name in gateway_kit.__all__

@@ -7,10 +7,22 @@ from .exceptions import (
     InvalidEvent,
     LogClosed,
     PayloadTooLarge,
+    RunConflict,
+    RunError,
+    RunNotFound,
+    SessionBusy,
+    SessionNotFound,
+    UpstreamAuthError,
+    UpstreamBadRequest,
     UpstreamError,
+    UpstreamHTTPError,
+    UpstreamTooFarBehind,
+    UpstreamUnavailable,
 )
 from .gateway import Gateway
 from .log import Event, EventLog
+from .runs import Run, RunStatus
+from .upstream import GooseUpstream
 
 __all__ = [
     "Event",
@@ -18,9 +30,22 @@ __all__ = [
     "EventLogError",
     "Gateway",
     "GatewayKitError",
+    "GooseUpstream",
     "InvalidCursor",
     "InvalidEvent",
     "LogClosed",
     "PayloadTooLarge",
+    "Run",
+    "RunConflict",
+    "RunError",
+    "RunNotFound",
+    "RunStatus",
+    "SessionBusy",
+    "SessionNotFound",
+    "UpstreamAuthError",
+    "UpstreamBadRequest",
     "UpstreamError",
+    "UpstreamHTTPError",
+    "UpstreamTooFarBehind",
+    "UpstreamUnavailable",
 ]

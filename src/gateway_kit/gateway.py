@@ -15,11 +15,17 @@ from collections.abc import Sequence
 from a2wsgi import WSGIMiddleware
 
 from .log import EventLog
+from .runs.routes import RunRoutes
+from .runs.service import RunService
+from .runs.store import RunStore
 from .streams import StreamOptions, StreamService
 from .streams.errors import METHOD_NOT_ALLOWED, NOT_FOUND, send_error
 from .streams.request import path_segments
 from .streams.responder import DEFAULT_PING_INTERVAL, DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
 from .types import ASGIApp, Message, Receive, Scope, Send
+from .upstream.goose import GooseUpstream
+from .upstream.pump import PumpSettings
+from .upstream.pumps import SCAN_INTERVAL, PumpManager
 
 logger = logging.getLogger("gateway_kit")
 
@@ -31,14 +37,20 @@ ANONYMOUS_WARNING = (
     "everything. Use this for demos and tests only."
 )
 NOT_FOUND_MESSAGE = "no such gateway endpoint: {path}"
-METHOD_NOT_ALLOWED_MESSAGE = "{method} is not allowed here; use GET"
+METHOD_NOT_ALLOWED_MESSAGE = "{method} is not allowed here; use {allowed}"
 BAD_PREFIX = "prefix must start with '/' and name a path, such as '/gateway'; got {prefix!r}"
 UNKNOWN_APP_KIND = (
     "cannot tell whether {app!r} is a WSGI or an ASGI application; pass wsgi=True or wsgi=False"
 )
 
-# {prefix}/<collection>/<name>/events, served by these StreamService methods.
-EVENT_ROUTES = {"streams": "stream_events", "runs": "run_events"}
+# {prefix}/<collection>/<name>/<action>: (method, handler owner, handler name).
+ROUTES = {
+    ("streams", "events"): ("GET", "streams", "stream_events"),
+    ("runs", "events"): ("GET", "streams", "run_events"),
+    ("streams", "runs"): ("POST", "runs", "start"),
+    ("runs", "cancel"): ("POST", "runs", "cancel"),
+    ("runs", None): ("GET", "runs", "show"),
+}
 
 
 class Gateway:
@@ -47,7 +59,7 @@ class Gateway:
     :param app: the application to wrap: WSGI (a Flask app, mounted through `a2wsgi`) or ASGI;
         None serves only the gateway's own routes.
     :param log: the `EventLog` every stream is read from.
-    :param upstream: the goose upstream used to start runs (stored; used by run routes).
+    :param upstream: the `GooseUpstream` runs go to; without one, starting a run is a 501.
     :param plugins: plugin modules or objects (stored; used by the hooks).
     :param prefix: where the gateway's own routes live.
     :param allow_anonymous: serve requests without credentials as ``anonymous``. Until identity
@@ -60,6 +72,10 @@ class Gateway:
     :param queue_size: live events one SSE client may have waiting before it is disconnected
         (it then resumes by cursor; the others never wait for it).
     :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
+    :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
+    :param pump_scan_interval: how often this process looks for sessions nobody pumps (their
+        process died) and takes them over.
+    :param working_dir: the working directory of the goose sessions this gateway starts.
     """
 
     def __init__(
@@ -67,7 +83,7 @@ class Gateway:
         app: object | None = None,
         *,
         log: EventLog,
-        upstream: object | None = None,
+        upstream: GooseUpstream | None = None,
         plugins: Sequence[object] = (),
         prefix: str = DEFAULT_PREFIX,
         allow_anonymous: bool = False,
@@ -77,6 +93,9 @@ class Gateway:
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         queue_size: int = DEFAULT_QUEUE_SIZE,
         legacy_tasks_path: str | None = LEGACY_TASKS_PATH,
+        pump_settings: PumpSettings | None = None,
+        pump_scan_interval: float = SCAN_INTERVAL,
+        working_dir: str = ".",
     ) -> None:
         prefix = prefix.rstrip("/")
         if not prefix.startswith("/"):
@@ -97,6 +116,21 @@ class Gateway:
                 ping_interval=ping_interval, send_timeout=send_timeout, queue_size=queue_size
             ),
         )
+        self.pumps: PumpManager | None = None
+        service: RunService | None = None
+        if upstream is not None:
+            store = RunStore(log.engine)
+            self.pumps = PumpManager(
+                log=log,
+                store=store,
+                upstream=upstream,
+                settings=pump_settings,
+                scan_interval=pump_scan_interval,
+            )
+            service = RunService(
+                log=log, store=store, upstream=upstream, pumps=self.pumps, working_dir=working_dir
+            )
+        self.runs = RunRoutes(service)
         self._prefix_slash = prefix + "/"
         self._legacy_slash = self.legacy_tasks_path + "/" if self.legacy_tasks_path else None
         if allow_anonymous:
@@ -124,20 +158,26 @@ class Gateway:
 
     async def _own_route(self, scope: Scope, receive: Receive, send: Send) -> None:
         segments = path_segments(scope)[self.prefix.count("/") :]
-        method = EVENT_ROUTES.get(segments[0]) if len(segments) == 3 else None
-        if method is None or segments[2] != "events" or not segments[1]:
+        route = None
+        if len(segments) in (2, 3) and segments[1]:
+            action = segments[2] if len(segments) == 3 else None
+            route = ROUTES.get((segments[0], action))
+        if route is None:
             await send_error(send, 404, NOT_FOUND, NOT_FOUND_MESSAGE.format(path=scope["path"]))
             return
-        if scope["method"] != "GET":
+        method, owner, handler = route
+        if scope["method"] != method:
             await send_error(
                 send,
                 405,
                 METHOD_NOT_ALLOWED,
-                METHOD_NOT_ALLOWED_MESSAGE.format(method=scope["method"]),
-                [(b"allow", b"GET")],
+                METHOD_NOT_ALLOWED_MESSAGE.format(method=scope["method"], allowed=method),
+                [(b"allow", method.encode())],
             )
             return
-        await getattr(self.streams, method)(scope, receive, send, segments[1])
+        if self.pumps is not None:
+            await self.pumps.start()  # also without a lifespan: adopt orphaned sessions
+        await getattr(getattr(self, owner), handler)(scope, receive, send, segments[1])
 
     async def _legacy_poll(self, scope: Scope, send: Send) -> bool:
         assert self.legacy_tasks_path is not None
@@ -159,8 +199,12 @@ class Gateway:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.streams.reopen()
+                if self.pumps is not None:
+                    await self.pumps.start()
             elif message["type"] == "lifespan.shutdown":
                 self.streams.close_streams()
+                if self.pumps is not None:
+                    await self.pumps.stop()
             return message
 
         if self.app is not None and not self.wsgi:

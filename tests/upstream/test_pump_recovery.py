@@ -62,6 +62,7 @@ def test_rule6_ids_going_backwards_start_a_new_lifetime(log_url: str) -> None:
             counts = Counter(types(events))
             assert (counts["RunStarted"], counts["Finish"], counts["Error"]) == (1, 1, 0)
             # and the next round resumes from the new lifetime's ids only
+            await h.pumps.wait_idle()
             calls = len(h.fake.events_calls)
             third = await h.finished(await h.runs.start(STREAM, "round three"))
             assert h.sent_headers()[calls] == str(goose_ids(events)[-1])

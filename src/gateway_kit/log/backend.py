@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import sqlalchemy as sa
 
+from ..exceptions import LogClosed
 from .event import Event, NewEvent
 from .schema import COLUMNS, EVENTS, META
 
@@ -37,6 +39,41 @@ class Backend(Protocol):
     ) -> int: ...
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None: ...
     def close(self) -> None: ...
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=Closable)
+
+
+class Connections(Generic[C]):
+    """Every connection a backend opened, so that closing the backend closes them all.
+
+    A thread may still be opening one while the log closes: it is closed at once and the
+    thread gets `LogClosed`, instead of the connection being left open.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[C] = []
+        self._closed = False
+
+    def add(self, conn: C) -> C:
+        with self._lock:
+            if not self._closed:
+                self._open.append(conn)
+                return conn
+        conn.close()
+        raise LogClosed("this EventLog is closed")
+
+    def close_all(self) -> None:
+        with self._lock:
+            self._closed = True
+            conns, self._open = self._open, []
+        for conn in conns:
+            conn.close()
 
 
 def row_to_event(row: Row) -> Event:

@@ -1,6 +1,8 @@
 """SQLAlchemy engines for the tables beside the log (runs, sessions, leases).
 
 They reach the same database as the log's own connections, an in-memory SQLite one included.
+No pooling: these tables are touched a few times per run, and an unpooled connection is closed
+when its work is done, even by a worker thread that outlives the log it was started for.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ def sqlite_engine(target: str, *, uri: bool) -> sa.Engine:
         conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         return conn
 
-    engine = sa.create_engine("sqlite://", creator=connect, poolclass=sa.QueuePool)
+    engine = sa.create_engine("sqlite://", creator=connect, poolclass=sa.NullPool)
     use_immediate_transactions(engine)
     return engine
 
@@ -34,4 +36,4 @@ def use_immediate_transactions(engine: sa.Engine) -> None:
 
 
 def postgres_engine(url: str, **options: Any) -> sa.Engine:
-    return sa.create_engine(url, pool_pre_ping=True, pool_size=4, max_overflow=8, **options)
+    return sa.create_engine(url, poolclass=sa.NullPool, **options)

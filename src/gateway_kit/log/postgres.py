@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 
 from .backend import (
     RECORD_PRUNED_SQL,
+    Connections,
     Latest,
     last_seq_sql,
     prunable_runs_sql,
@@ -47,16 +48,13 @@ class PostgresBackend:
         self._url = url
         self._conninfo = conninfo(url)
         self._local = threading.local()
-        self._all: list[psycopg.Connection[Any]] = []
-        self._all_lock = threading.Lock()
+        self._connections: Connections[psycopg.Connection[Any]] = Connections()
         self._writer = self._connect()
 
     def _connect(self) -> psycopg.Connection[Any]:
         # autocommit: every read sees the newest committed events, every append is one statement.
         conn = psycopg.connect(self._conninfo, autocommit=True)
-        with self._all_lock:
-            self._all.append(conn)
-        return conn
+        return self._connections.add(conn)
 
     def _reader(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
@@ -149,7 +147,4 @@ class PostgresBackend:
             conn.close()
 
     def close(self) -> None:
-        with self._all_lock:
-            conns, self._all = self._all, []
-        for conn in conns:
-            conn.close()
+        self._connections.close_all()

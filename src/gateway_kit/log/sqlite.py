@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 
 from .backend import (
     RECORD_PRUNED_SQL,
+    Connections,
     Latest,
     last_seq_sql,
     prunable_runs_sql,
@@ -53,8 +54,7 @@ class SQLiteBackend:
             self._uri = False
         self._synchronous = synchronous
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
+        self._connections: Connections[sqlite3.Connection] = Connections()
         # The first connection also keeps a shared in-memory database alive.
         self._writer = self._connect()
         self._writer.execute("PRAGMA journal_mode = WAL")
@@ -69,9 +69,7 @@ class SQLiteBackend:
         )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-        with self._all_lock:
-            self._all.append(conn)
-        return conn
+        return self._connections.add(conn)
 
     def _reader(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -182,7 +180,4 @@ class SQLiteBackend:
             conn.close()
 
     def close(self) -> None:
-        with self._all_lock:
-            conns, self._all = self._all, []
-        for conn in conns:
-            conn.close()
+        self._connections.close_all()

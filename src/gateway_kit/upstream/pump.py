@@ -91,20 +91,23 @@ class SessionPump:
         self.settings = settings
         self._runs: dict[str, Run] = {}
 
-    async def run(self) -> None:
+    async def run(self) -> bool:
+        """Pump until nothing is left; False when another process holds the session's lease."""
         binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
         if binding is None or not await asyncio.to_thread(self.lease.acquire):
-            return  # an unknown session, or another process pumps it
+            return False  # an unknown session, or another process pumps it
         keeper = asyncio.create_task(self._keep_lease())
         try:
             await self._pump()
         except LeaseLost:
             logger.warning("pump for goose session %s lost its lease", self.session_id)
+            return False
         finally:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
             await asyncio.to_thread(self.lease.release)
+        return True
 
     async def _keep_lease(self) -> None:
         while True:

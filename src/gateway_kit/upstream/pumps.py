@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from typing import Any
 
 from ..log import EventLog
 from ..runs.store import RunStore
@@ -39,7 +40,8 @@ class PumpManager:
         self.settings = settings or PumpSettings()
         self.scan_interval = scan_interval
         self.holder = f"{uuid.uuid4().hex}"
-        self._pumps: dict[str, asyncio.Task[None]] = {}
+        self._pumps: dict[str, asyncio.Task[bool]] = {}
+        self._rechecks: set[asyncio.Task[None]] = set()
         self._scanner: asyncio.Task[None] | None = None
 
     def running(self, session_id: str) -> bool:
@@ -62,12 +64,23 @@ class PumpManager:
             settings=self.settings,
         )
         task = asyncio.create_task(pump.run(), name=f"gateway-kit-pump-{session_id}")
-        task.add_done_callback(self._pump_ended)
+        task.add_done_callback(lambda done: self._pump_ended(session_id, done))
         self._pumps[session_id] = task
 
-    def _pump_ended(self, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
+    def _pump_ended(self, session_id: str, task: asyncio.Task[bool]) -> None:
+        if task.cancelled():
+            return
+        if task.exception() is not None:
             logger.error("a session pump failed", exc_info=task.exception())
+        elif task.result():
+            # A run may have started while the pump was deciding to stop: look once more.
+            recheck = asyncio.create_task(self._recheck(session_id))
+            self._rechecks.add(recheck)
+            recheck.add_done_callback(self._rechecks.discard)
+
+    async def _recheck(self, session_id: str) -> None:
+        if await asyncio.to_thread(self.store.active_runs, session_id):
+            self.ensure(session_id)
 
     async def scan(self) -> None:
         """Adopt every session that has an active run and no live pump here."""
@@ -89,11 +102,13 @@ class PumpManager:
 
     async def wait_idle(self) -> None:
         """Wait until every pump started so far has ended (tests, graceful shutdown)."""
-        while pending := [t for t in self._pumps.values() if not t.done()]:
+        while pending := [t for t in (*self._pumps.values(), *self._rechecks) if not t.done()]:
             await asyncio.wait(pending)
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._scanner, *self._pumps.values()) if t is not None]
+        tasks: list[asyncio.Task[Any]] = [*self._rechecks, *self._pumps.values()]
+        if self._scanner is not None:
+            tasks.append(self._scanner)
         for task in tasks:
             task.cancel()
         for task in tasks:

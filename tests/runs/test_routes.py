@@ -1,0 +1,199 @@
+"""Runs over HTTP: start, conflict, cancel, state, and resuming a run's events by cursor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+import respx
+
+from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit.testing import FakeGoose, Turn
+
+from ..upstream.harness import FAST, GOOSE_URL
+
+
+@asynccontextmanager
+async def gateway_client(
+    log_url: str, fake: FakeGoose, *, with_upstream: bool = True
+) -> AsyncIterator[tuple[httpx.AsyncClient, Gateway, EventLog]]:
+    log = EventLog(log_url)
+    goose_client = httpx.AsyncClient()
+    try:
+        with respx.mock(assert_all_called=False) as router:
+            fake.mock(router, base_url=GOOSE_URL)
+            router.route(host="gateway.test").pass_through()
+            upstream = GooseUpstream(
+                base_url=GOOSE_URL, secret_key=fake.secret_key, client=goose_client
+            )
+            gateway = Gateway(
+                log=log,
+                upstream=upstream if with_upstream else None,
+                allow_anonymous=True,
+                pump_settings=FAST,
+            )
+            transport = httpx.ASGITransport(app=gateway)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://gateway.test"
+            ) as client:
+                try:
+                    yield client, gateway, log
+                finally:
+                    if gateway.pumps is not None:
+                        await gateway.pumps.stop()
+    finally:
+        await goose_client.aclose()
+        log.close()
+
+
+async def wait_status(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, object]:
+    for _ in range(500):
+        body = (await client.get(f"/gateway/runs/{run_id}")).json()
+        if body["status"] == status:
+            return dict(body)
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"run {run_id} never became {status}: {body}")
+
+
+def sse_events(text: str) -> list[dict[str, object]]:
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+def test_start_a_run_and_read_its_events(log_url: str) -> None:
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake) as (client, _, _):
+            answer = await client.post("/gateway/streams/conv/runs", json={"message": "hi you"})
+            assert answer.status_code == 200
+            run_id = answer.json()["run_id"]
+            assert answer.json()["status"] == "active"
+            await wait_status(client, run_id, "finished")
+            events = await client.get(f"/gateway/runs/{run_id}/events")
+            received = [e["type"] for e in sse_events(events.text)]
+            assert (received[0], received[-1]) == ("RunStarted", "Finish")
+            assert fake.reply_calls[0].user_message["content"][0]["text"] == "hi you"
+
+    asyncio.run(main())
+
+
+def test_a_second_run_while_one_is_active_is_a_409(log_url: str) -> None:
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake) as (client, gateway, _):
+            session_id = fake.create_session()
+            assert gateway.pumps is not None
+            gateway.pumps.store.bind("conv", session_id)
+            release = asyncio.Event()
+            fake.script(session_id, Turn().text("x").pause(release), Turn().text("y"))
+            first = await client.post("/gateway/streams/conv/runs", json={"message": "one"})
+            assert first.status_code == 200
+            second = await client.post("/gateway/streams/conv/runs", json={"message": "two"})
+            assert (second.status_code, second.json()["error"]) == (409, "run_active")
+            assert len(fake.reply_calls) == 1  # goose never saw the refused run
+            other = await client.post("/gateway/streams/other/runs", json={"message": "ok"})
+            assert other.status_code == 200  # other conversations are not held up
+            release.set()
+            await wait_status(client, first.json()["run_id"], "finished")
+            third = await client.post("/gateway/streams/conv/runs", json={"message": "three"})
+            assert third.status_code == 200
+            await wait_status(client, third.json()["run_id"], "finished")
+
+
+def test_cancel_ends_the_run_when_goose_finishes_it(log_url: str) -> None:
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake) as (client, gateway, log):
+            session_id = fake.create_session()
+            assert gateway.pumps is not None
+            gateway.pumps.store.bind("conv", session_id)
+            fake.script(session_id, Turn().text("working").hang())
+            run_id = (
+                await client.post("/gateway/streams/conv/runs", json={"message": "long job"})
+            ).json()["run_id"]
+            busy = await client.post("/gateway/streams/conv/runs", json={"message": "more"})
+            assert busy.status_code == 409
+            cancelled = await client.post(f"/gateway/runs/{run_id}/cancel")
+            assert cancelled.status_code == 200
+            assert cancelled.json()["cancel_requested"] is True
+            await wait_status(client, run_id, "cancelled")
+            assert fake.cancel_calls[0].request_id == run_id
+            types = [e.type for e in log.read(run_id=run_id)]
+            assert types[0] == "RunStarted" and "CancelRequested" in types
+            assert types[-1] == "Finish"
+
+    asyncio.run(main())
+
+
+def test_a_phone_resuming_with_only_its_gateway_cursor_gets_finish(log_url: str) -> None:
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake) as (client, gateway, log):
+            session_id = fake.create_session()
+            assert gateway.pumps is not None
+            gateway.pumps.store.bind("conv", session_id)
+            release = asyncio.Event()
+            fake.script(session_id, Turn().text("first").pause(release).text("second"))
+            run_id = (
+                await client.post("/gateway/streams/conv/runs", json={"message": "go"})
+            ).json()["run_id"]
+            for _ in range(500):  # the phone saw events up to the first chunk, then locked
+                seen = [e for e in log.read(run_id=run_id) if e.type == "Message"]
+                if seen:
+                    break
+                await asyncio.sleep(0.02)
+            cursor = seen[-1].seq
+            release.set()
+            await wait_status(client, run_id, "finished")
+            resumed = await client.get(
+                f"/gateway/runs/{run_id}/events", headers={"Last-Event-ID": str(cursor)}
+            )
+            types = [e["type"] for e in sse_events(resumed.text)]
+            assert types == ["Message", "Finish"]
+            again = await client.get(
+                f"/gateway/runs/{run_id}/events",
+                headers={"Last-Event-ID": str(log.read(run_id=run_id)[-1].seq)},
+            )
+            assert again.status_code == 204  # EventSource stops instead of looping
+
+    asyncio.run(main())
+
+
+def test_bad_requests_get_json_errors(log_url: str) -> None:
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake) as (client, _, _):
+            for body in (b"not json", b"[]", b'{"message": ""}', b'{"message": 3}'):
+                answer = await client.post("/gateway/streams/conv/runs", content=body)
+                assert answer.status_code == 400
+                assert answer.json()["error"] == "invalid_body"
+            missing = await client.post("/gateway/runs/nope/cancel")
+            assert (missing.status_code, missing.json()["error"]) == (404, "run_not_found")
+            wrong = await client.get("/gateway/streams/conv/runs")
+            assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+        async with gateway_client(log_url, fake, with_upstream=False) as (client, _, _):
+            answer = await client.post("/gateway/streams/conv/runs", json={"message": "hi"})
+            assert (answer.status_code, answer.json()["error"]) == (501, "no_upstream")
+
+    asyncio.run(main())
+
+
+def test_goose_refusing_the_run_fails_it_visibly(log_url: str) -> None:
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake) as (client, gateway, log):
+            session_id = fake.create_session()
+            assert gateway.pumps is not None
+            gateway.pumps.store.bind("conv", session_id)
+            fake.script(session_id, Turn().hang())
+            await gateway.upstream.reply(session_id, "someone else's request")  # type: ignore[union-attr]
+            answer = await client.post("/gateway/streams/conv/runs", json={"message": "mine"})
+            assert (answer.status_code, answer.json()["error"]) == (409, "run_active")
+            [run_id] = {e.run_id for e in log.read(stream="conv")}
+            assert [e.type for e in log.read(run_id=run_id)] == ["RunStarted", "Error"]
+            retry_after_cancel = await client.post(f"/gateway/runs/{run_id}/cancel")
+            assert retry_after_cancel.json()["status"] == "failed"
+
+    asyncio.run(main())
