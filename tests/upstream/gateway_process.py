@@ -1,0 +1,41 @@
+"""One gateway process for multi-process tests.
+
+    python -m tests.upstream.gateway_process DB_URL GOOSE_URL SECRET PORT_FILE
+
+Serves a Gateway with a goose upstream on a free loopback port (written to PORT_FILE), with
+short leases so that a killed process's sessions are taken over quickly.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit.upstream.pump import PumpSettings
+
+TAKEOVER = PumpSettings(lease_ttl=1.5, lost_run_grace=3.0, reconnect_delay=0.05)
+
+
+def main() -> None:
+    db_url, goose_url, secret, port_file = sys.argv[1:5]
+    log = EventLog(db_url)
+    gateway = Gateway(
+        log=log,
+        upstream=GooseUpstream(base_url=goose_url, secret_key=secret),
+        allow_anonymous=True,
+        pump_settings=TAKEOVER,
+        pump_scan_interval=0.3,
+    )
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    Path(port_file).write_text(str(sock.getsockname()[1]))
+    server = uvicorn.Server(uvicorn.Config(gateway, log_level="warning", lifespan="on"))
+    server.run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
