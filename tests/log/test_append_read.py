@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
-from gateway_kit import EventLog
+from gateway_kit import Event, EventLog
 
 
 def test_seq_is_global_and_pos_is_per_stream(log: EventLog) -> None:
@@ -153,3 +154,30 @@ def test_latest_finds_the_newest_matching_event(log: EventLog) -> None:
     assert log.latest("s", upstream_only=True, after=third.seq) is None
     assert log.latest("s", upstream_event_id="1") == first
     assert log.latest(run_id="r1", upstream_event_id="9") is None
+
+
+def test_concurrent_appends_share_transactions(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Group commit: while one transaction commits, the appends that arrive go in the next."""
+    backend = log._backend  # type: ignore[attr-defined]
+    real_insert = backend.insert
+    batch_sizes: list[int] = []
+
+    def slow_insert(batch: list[object], now: float) -> list[Event]:
+        batch_sizes.append(len(batch))
+        time.sleep(0.01)  # a slow disk: commits take a while
+        return real_insert(batch, now)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(backend, "insert", slow_insert)
+    threads = [
+        threading.Thread(target=lambda n=n: [log.append(f"s{n}", "T") for _ in range(10)])
+        for n in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(batch_sizes) == 80
+    assert len(batch_sizes) < 40  # far fewer transactions than appends
+    assert max(batch_sizes) > 1
