@@ -49,6 +49,15 @@ async def gateway_client(
         log.close()
 
 
+def bound_session(fake: FakeGoose, gateway: Gateway, *turns: Turn) -> str:
+    """A goose session for stream "conv", with the turns its next replies play."""
+    session_id = fake.create_session()
+    assert gateway.pumps is not None
+    gateway.pumps.store.bind("conv", session_id)
+    fake.script(session_id, *turns)
+    return session_id
+
+
 async def wait_status(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, object]:
     for _ in range(500):
         body = (await client.get(f"/gateway/runs/{run_id}")).json()
@@ -83,11 +92,8 @@ def test_a_second_run_while_one_is_active_is_a_409(log_url: str) -> None:
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
         async with gateway_client(log_url, fake) as (client, gateway, _):
-            session_id = fake.create_session()
-            assert gateway.pumps is not None
-            gateway.pumps.store.bind("conv", session_id)
             release = asyncio.Event()
-            fake.script(session_id, Turn().text("x").pause(release), Turn().text("y"))
+            bound_session(fake, gateway, Turn().text("x").pause(release), Turn().text("y"))
             first = await client.post("/gateway/streams/conv/runs", json={"message": "one"})
             assert first.status_code == 200
             second = await client.post("/gateway/streams/conv/runs", json={"message": "two"})
@@ -106,10 +112,7 @@ def test_cancel_ends_the_run_when_goose_finishes_it(log_url: str) -> None:
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
         async with gateway_client(log_url, fake) as (client, gateway, log):
-            session_id = fake.create_session()
-            assert gateway.pumps is not None
-            gateway.pumps.store.bind("conv", session_id)
-            fake.script(session_id, Turn().text("working").hang())
+            bound_session(fake, gateway, Turn().text("working").hang())
             run_id = (
                 await client.post("/gateway/streams/conv/runs", json={"message": "long job"})
             ).json()["run_id"]
@@ -131,11 +134,8 @@ def test_a_phone_resuming_with_only_its_gateway_cursor_gets_finish(log_url: str)
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
         async with gateway_client(log_url, fake) as (client, gateway, log):
-            session_id = fake.create_session()
-            assert gateway.pumps is not None
-            gateway.pumps.store.bind("conv", session_id)
             release = asyncio.Event()
-            fake.script(session_id, Turn().text("first").pause(release).text("second"))
+            bound_session(fake, gateway, Turn().text("first").pause(release).text("second"))
             run_id = (
                 await client.post("/gateway/streams/conv/runs", json={"message": "go"})
             ).json()["run_id"]
@@ -184,10 +184,7 @@ def test_goose_refusing_the_run_fails_it_visibly(log_url: str) -> None:
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
         async with gateway_client(log_url, fake) as (client, gateway, log):
-            session_id = fake.create_session()
-            assert gateway.pumps is not None
-            gateway.pumps.store.bind("conv", session_id)
-            fake.script(session_id, Turn().hang())
+            session_id = bound_session(fake, gateway, Turn().hang())
             await gateway.upstream.reply(session_id, "someone else's request")  # type: ignore[union-attr]
             answer = await client.post("/gateway/streams/conv/runs", json={"message": "mine"})
             assert (answer.status_code, answer.json()["error"]) == (409, "run_active")

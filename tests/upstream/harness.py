@@ -49,6 +49,15 @@ class Harness:
         self.runs.pumps = pumps
         return pumps
 
+    async def take_over(self) -> PumpManager:
+        """This process dies; another one's pumps take the session over and connect to goose."""
+        await self.runs.pumps.stop()
+        calls = len(self.fake.events_calls)
+        pumps = self.new_pumps()
+        pumps.ensure(self.session_id)
+        await self.until(lambda: len(self.fake.events_calls) > calls)
+        return pumps
+
     def events(self, run: Run | None = None) -> list[Event]:
         if run is None:
             return self.log.read(stream=STREAM, limit=10_000)

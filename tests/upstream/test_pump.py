@@ -46,10 +46,7 @@ def test_rule1_a_gateway_seq_is_never_sent_to_goose(log_url: str) -> None:
             h.fake.script(h.session_id, Turn().text("a", "b").pause(release).text("c"))
             run = await h.runs.start(STREAM, "go")
             await h.until(lambda: len(goose_ids(h.events(run))) == 2)
-            await h.pumps.stop()  # the process dies mid-run...
-            pumps = h.new_pumps()  # ...and another takes over
-            pumps.ensure(h.session_id)
-            await h.until(lambda: len(h.fake.events_calls) == 2)
+            pumps = await h.take_over()  # the process dies mid-run, another takes over
             release.set()
             await h.finished(run)
             await pumps.stop()
@@ -68,10 +65,7 @@ def test_rule2_takeover_resumes_from_the_newest_persisted_goose_id(log_url: str)
             h.fake.script(h.session_id, Turn().text("one", "two", "three").pause(release).text("4"))
             run = await h.runs.start(STREAM, "go")
             await h.until(lambda: len(goose_ids(h.events(run))) == 3)
-            await h.pumps.stop()
-            pumps = h.new_pumps()
-            pumps.ensure(h.session_id)
-            await h.until(lambda: len(h.fake.events_calls) == 2)
+            pumps = await h.take_over()
             release.set()
             await h.finished(run)
             await pumps.stop()
