@@ -6,7 +6,6 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,6 +23,7 @@ from gateway_kit.exceptions import (
     UpstreamTooFarBehind,
     UpstreamUnavailable,
 )
+from gateway_kit.testing import goose_openapi
 from gateway_kit.upstream import GooseUpstream, UpstreamFrame, user_message
 from gateway_kit.upstream.goose_frames import parse_frame
 
@@ -31,11 +31,6 @@ BASE = "http://goose.test"
 SECRET = "s3cret"
 SESSION = "20250601_7"
 SSE_HEADERS = {"content-type": "text/event-stream"}
-OPENAPI_NAME = "goose-openapi-1.41.0.json"
-OPENAPI_PATHS = (
-    Path(__file__).resolve().parents[2] / "src" / "gateway_kit" / "testing" / OPENAPI_NAME,
-    Path("/work/shared/upstream") / OPENAPI_NAME,
-)
 SESSION_JSON = {"id": SESSION, "name": "s", "working_dir": "/tmp/w", "message_count": 0}
 TOO_FAR_BEHIND = (
     'id: 0\ndata: {"type":"Error","error":"Client too far behind \u2014 reload conversation"}\n\n'
@@ -201,10 +196,7 @@ def test_sessions_are_started_resumed_and_read() -> None:
 
 
 def load_schema(name: str) -> jsonschema.protocols.Validator:
-    path = next((p for p in OPENAPI_PATHS if p.exists()), None)
-    if path is None:
-        pytest.fail(f"goose's OpenAPI document is missing; looked in {OPENAPI_PATHS}")
-    components = json.loads(path.read_text())["components"]
+    components = goose_openapi()["components"]
     # OpenAPI 3.0 schemas are JSON Schema plus `nullable`, which a validator ignores; the body
     # sends no nulls, so nothing depends on it.
     schema = {"$ref": f"#/components/schemas/{name}", "components": components}

@@ -1,6 +1,6 @@
 """A fake goosed (1.41.0): the HTTP routes a gateway uses, as plain ASGI, with scripted turns.
 
-Follows `shared/UPSTREAM-GOOSE.md`. Deliberate simplifications: request bodies that do not have
+Follows goosed 1.41.0's wire protocol. Deliberate simplifications: request bodies that do not have
 the shape goose expects get a 422 JSON error (axum's extractor answers in plain text), and every
 error body, 404s included, is JSON `{"message": ...}` as the wire contract describes.
 """

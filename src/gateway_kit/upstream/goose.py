@@ -1,6 +1,6 @@
 """The HTTP client for goose's server (`goosed` 1.41): sessions, turns and the event stream.
 
-Wire facts are in shared/UPSTREAM-GOOSE.md. Every request carries `X-Secret-Key`. Timeouts are
+Every request carries `X-Secret-Key`. Timeouts are
 given per request, so they apply to an injected client too.
 """
 
