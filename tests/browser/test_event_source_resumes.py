@@ -6,6 +6,9 @@ subprocess, on a SQLite file. The server is killed with SIGKILL while events are
 events are appended while it is down, then it is restarted on the same port: the browser
 reconnects on its own with ``Last-Event-ID`` and the page ends with every event once, in order.
 The page does not deduplicate, so a repeated or skipped event shows.
+
+The same page also starts goose runs on the demo's simulated goose and cancels them: its
+transcript shows the streamed chunks merged into messages, the tool call, and how each run ended.
 """
 
 from __future__ import annotations
@@ -151,3 +154,62 @@ def test_the_page_gets_every_event_once_in_order_across_a_server_kill(server: Se
     assert seqs == sorted(set(seqs))
     assert {e["stream"] for e in events} == {STREAM}
     assert state == "live"
+
+
+def transcript(page: Page) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = page.evaluate(
+        "[...document.getElementById('transcript').children].map(e => [e.className, e.textContent])"
+    )
+    return [(kind, text) for kind, text in rows]
+
+
+def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(server: Server) -> None:
+    assert os.path.exists(CHROMIUM), NO_CHROMIUM
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{server.url}/conversations/{STREAM}")
+            page.wait_for_function("document.getElementById('state').className === 'live'")
+            page.fill("#run-message", "hello from the browser")
+            page.click("#run button:not(#cancel)")
+            page.wait_for_function(
+                "document.getElementById('transcript').textContent.includes('— done')",
+                timeout=WAIT_MS,
+            )
+            finished = transcript(page)
+            # The run is recorded as ended just after its Finish reaches the page; a second run
+            # started in between would be refused (409).
+            run_id = page.evaluate("window.gatewayEvents.at(-1).run_id")
+            runs = f"{server.url}/gateway/runs/{run_id}"
+            while httpx.get(runs).json()["status"] == "active":
+                time.sleep(0.05)
+
+            page.fill("#run-message", "stop me")
+            page.click("#run button:not(#cancel)")
+            page.wait_for_function("!document.getElementById('cancel').disabled", timeout=WAIT_MS)
+            page.click("#cancel")
+            page.wait_for_function(
+                "document.getElementById('transcript').textContent.includes('— cancelled')",
+                timeout=WAIT_MS,
+            )
+            cancelled = transcript(page)[len(finished) :]
+            cancel_enabled = page.evaluate("!document.getElementById('cancel').disabled")
+        finally:
+            browser.close()
+
+    kinds = [kind for kind, _ in finished]
+    assert kinds == ["bubble user", "bubble assistant", "tool", "tool", "bubble assistant", "note"]
+    assert finished[0][1] == "hello from the browser"
+    assert finished[1][1] == "Let me count the words of your message."
+    assert finished[2][1].startswith("→ count_words(")
+    assert finished[3][1] == "← 4 words"
+    assert finished[4][1].startswith("You said: “hello from the browser”. That is 4 words.")
+    assert finished[5][1] == "— done"
+    assert cancelled[0] == ("bubble user", "stop me")
+    assert [text for kind, text in cancelled if kind == "note"] == [
+        "— cancel requested",
+        "— cancelled",
+    ]
+    assert cancelled[-1] == ("note", "— cancelled")  # nothing of the run after its Finish
+    assert not cancel_enabled

@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from gateway_kit import EventLog
 from gateway_kit.cli import main
+from gateway_kit.demo.goose import TOOL_NAME
+from gateway_kit.upstream.pump import LOST_RUN_ERROR
 
 EXE = [sys.executable, "-m", "gateway_kit.cli"]
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 20.0
+CTRL_C_TIMEOUT = 10.0  # far more than a clean stop takes; an open stream blocking it takes ever
+# Longer than any silence on a run stream: a run goose lost is ended after a grace period.
+STREAM_TIMEOUT = 60.0
 BANNER_END = "Ctrl-C stops the demo"
 URL = re.compile(r"http://[^\s'\"]+")
 
@@ -90,6 +97,46 @@ def legacy_task(client: httpx.Client, base: str, message: str) -> str:
     assert started.status_code == 200, started.text
     task_id: str = started.json()["task_id"]
     return task_id
+
+
+def sse_events(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The envelopes of a gateway SSE stream, as they arrive."""
+    for line in lines:
+        if line.startswith("data:"):
+            yield json.loads(line.removeprefix("data:"))
+
+
+def start_goose_run(client: httpx.Client, runs_url: str, message: str) -> str:
+    started = client.post(runs_url, json={"message": message})
+    assert started.status_code == 200, started.text
+    run_id: str = started.json()["run_id"]
+    return run_id
+
+
+def wait_until_ended(client: httpx.Client, base: str, run_id: str) -> None:
+    """Wait for the gateway to record the end of a run whose stream has ended.
+
+    The pump appends a run's terminal event, then records the run as ended: a client that starts
+    the next run the moment the stream ends can be refused with a 409 in between.
+    """
+    while client.get(f"{base}/gateway/runs/{run_id}").json()["status"] == "active":
+        time.sleep(0.05)
+
+
+def interrupt_a_goose_run(demo: subprocess.Popen[str], runs_url: str, events_url: str) -> str:
+    """Start a run, and once goose's first event of it arrived, Ctrl-C the demo; its id."""
+    with httpx.Client(timeout=STREAM_TIMEOUT) as client:
+        run_id = start_goose_run(client, runs_url, "interrupted")
+        with client.stream("GET", events_url.replace("RUN_ID", run_id)) as stream:
+            received = sse_events(stream.iter_lines())
+            assert next(e for e in received if e["upstream_event_id"] is not None)
+            demo.send_signal(signal.SIGINT)
+            for _ in received:  # the demo ends the open stream as it stops
+                pass
+    out, err = demo.communicate(timeout=CTRL_C_TIMEOUT)
+    assert demo.returncode == 0
+    assert "Traceback" not in out + err
+    return run_id
 
 
 def test_demo_prints_urls_that_work_and_stops_on_ctrl_c(tmp_path: Path) -> None:
@@ -232,3 +279,66 @@ def test_serve_refuses_zero_workers(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["serve", "gateway_kit.demo.gateway:app", "--workers", "0"])
     assert "is not a positive integer" in capsys.readouterr().err
+
+
+def test_demo_runs_turns_on_the_simulated_goose_and_stops_on_ctrl_c_mid_run(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with running([*EXE, "demo", "--port", str(port)], tmp_path) as demo:
+        banner = read_banner(demo)
+        urls = URL.findall(banner)
+        runs_url = f"{base}/gateway/streams/demo/runs"
+        assert runs_url in urls
+        assert """-d '{"message": "hello"}'""" in banner
+        events_url = next(u for u in urls if "RUN_ID" in u)
+        assert events_url == f"{base}/gateway/runs/RUN_ID/events"
+        with httpx.Client(timeout=STREAM_TIMEOUT) as client:
+            run_id = start_goose_run(client, runs_url, "hello goose")
+            with client.stream("GET", events_url.replace("RUN_ID", run_id)) as stream:
+                events = list(sse_events(stream.iter_lines()))  # it ends after the Finish
+            wait_until_ended(client, base, run_id)
+            run = client.get(f"{base}/gateway/runs/{run_id}").json()
+        interrupt_a_goose_run(demo, runs_url, events_url)
+    types = [e["type"] for e in events]
+    assert types[0] == "RunStarted"
+    assert types[-1] == "Finish" and types.count("Finish") == 1
+    assert {e["run_id"] for e in events} == {run_id}
+    assert run["stream"] == "demo" and run["status"] == "finished"
+    # Every event after RunStarted came from goose and keeps goose's id, counted from 1.
+    assert [e["upstream_event_id"] for e in events[1:]] == [str(n) for n in range(1, len(types))]
+    messages = [e["data"]["message"] for e in events if e["type"] == "Message"]
+    contents = [c for message in messages for c in message["content"]]
+    text = "".join(c["text"] for c in contents if c["type"] == "text")
+    assert "You said: “hello goose”." in text
+    tools = [c["toolCall"]["value"]["name"] for c in contents if c["type"] == "toolRequest"]
+    assert tools == [TOOL_NAME]
+
+
+def test_demo_started_again_after_ctrl_c_mid_run_ends_that_run_and_runs_the_next(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    runs_url = f"{base}/gateway/streams/demo/runs"
+    events_url = f"{base}/gateway/runs/RUN_ID/events"
+    with running([*EXE, "demo", "--port", str(port)], tmp_path) as demo:
+        read_banner(demo)
+        interrupted = interrupt_a_goose_run(demo, runs_url, events_url)
+    with running([*EXE, "demo", "--port", str(port)], tmp_path) as demo:
+        read_banner(demo)
+        with httpx.Client(timeout=STREAM_TIMEOUT) as client:
+            # The new goose never heard of that run: the gateway ends it, not left "running".
+            with client.stream("GET", events_url.replace("RUN_ID", interrupted)) as stream:
+                ending = list(sse_events(stream.iter_lines()))[-1]
+            wait_until_ended(client, base, interrupted)
+            run_id = start_goose_run(client, runs_url, "after the restart")
+            with client.stream("GET", events_url.replace("RUN_ID", run_id)) as stream:
+                events = list(sse_events(stream.iter_lines()))
+        stop(demo)
+    assert demo.returncode == 0
+    assert ending["type"] == "Error"
+    assert ending["data"]["error"] == LOST_RUN_ERROR.format(request_id=interrupted)
+    assert [e["type"] for e in events].count("Finish") == 1
+    assert events[-1]["type"] == "Finish"

@@ -1,8 +1,11 @@
 """``gateway-kit demo``: the example app, wrapped by `Gateway`, on embedded SQLite.
 
-It prints the URLs to open and serves until Ctrl-C. The socket is bound before anything is
-printed, so the printed port is the one served (8000 unless it is taken, then a free one) and a
-client that connects right away waits in the backlog instead of being refused.
+Two agents answer in it: the legacy app's fake agent (``POST /api/tasks``, in a Flask thread)
+and a simulated goose (``POST /gateway/streams/<id>/runs``) that the gateway reaches in-process
+(`gateway_kit.demo.goose`). It prints the URLs to open and serves until Ctrl-C, which also ends
+the simulated goose. The socket is bound before anything is printed, so the printed port is the
+one served (8000 unless it is taken, then a free one) and a client that connects right away
+waits in the backlog instead of being refused.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import logging
 import os
 import socket
 import sys
@@ -21,7 +25,7 @@ from typing import Any
 import uvicorn
 
 from ..demo.app import DEFAULT_CONVERSATION, DEFAULT_USERS
-from ..demo.gateway import build_gateway
+from ..demo.gateway import build_demo
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -31,7 +35,8 @@ BACKLOG = 128
 PORT_TAKEN = "port {port} is taken; serving on {chosen} instead"
 CANNOT_BIND = "gateway-kit demo: cannot listen on {host}:{port}: {error}"
 BANNER = """\
-gateway_kit demo: a legacy-style Flask app wrapped by Gateway, its events in {db}
+gateway_kit demo: a legacy-style Flask app wrapped by Gateway, with a simulated goose upstream,
+its events in {db}
 
   Live events of a conversation:  {url}/conversations/{conversation}
   Log in (user {user}, password {password}):  {url}/login
@@ -41,6 +46,10 @@ gateway_kit demo: a legacy-style Flask app wrapped by Gateway, its events in {db
     curl -b cookies.txt -H 'Content-Type: application/json' \\
          -d '{{"conversation_id": "{conversation}", "message": "hello"}}' {url}/api/tasks
     curl -b cookies.txt '{url}/api/tasks/TASK_ID?from=0'
+  Start a run on the simulated goose (no login), then follow it until its Finish:
+    curl -H 'Content-Type: application/json' -d '{{"message": "hello"}}' \\
+         {url}/gateway/streams/{conversation}/runs
+    curl -N {url}/gateway/runs/RUN_ID/events
   Follow the conversation over SSE:
     curl -N {url}/gateway/streams/{conversation}/events
 
@@ -108,9 +117,13 @@ def run(args: argparse.Namespace) -> int:
         port = DEFAULT_PORT if args.port is None else args.port
         print(CANNOT_BIND.format(host=args.host, port=port, error=exc.strerror), file=sys.stderr)
         return 1
+    if not args.verbose:
+        # The simulated goose is reached in-process; a log line per request would drown the
+        # banner.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     with sock:
         db = args.db or demo_db_url()
-        gateway = build_gateway(db)
+        demo = build_demo(db)
         try:
             user, password = next(iter(DEFAULT_USERS.items()))
             print(
@@ -123,11 +136,12 @@ def run(args: argparse.Namespace) -> int:
                 ),
                 flush=True,
             )
-            config = uvicorn.Config(gateway, access_log=False, log_level="warning")
+            # The simulated goose stops with the app's lifespan, after the gateway's pumps.
+            config = uvicorn.Config(demo, access_log=False, log_level="warning", lifespan="on")
             # uvicorn shuts down gracefully on Ctrl-C, then raises it again: the demo stopped
             # as asked, which is a success (as for `serve`, where uvicorn.run swallows it).
             with contextlib.suppress(KeyboardInterrupt):
                 uvicorn.Server(config).run(sockets=[sock])
         finally:
-            gateway.log.close()
+            demo.log.close()
     return 0

@@ -6,7 +6,9 @@
   background thread and answers ``{"task_id", "conversation_id", "status": "running"}``.
 - ``GET /api/tasks/<task_id>?from=<idx>`` is the poll: see `gateway_kit.demo.tasks`.
 - ``GET /conversations/<conversation_id>`` is a page showing the conversation's live events,
-  read with `EventSource` from the gateway (``/gateway/streams/<conversation_id>/events``).
+  read with `EventSource` from the gateway (``/gateway/streams/<conversation_id>/events``). It
+  starts legacy tasks, and goose runs through the gateway
+  (``POST /gateway/streams/<conversation_id>/runs``, ``POST /gateway/runs/<run_id>/cancel``).
 
 The switch: ``app.config["EVENT_LOG"]``. None (the default) keeps each task's events in its own
 deque, as the legacy server did. An `EventLog` sends every event to the log instead; the

@@ -1,8 +1,9 @@
-"""The example app wrapped by `Gateway`, its task events in the log.
+"""The example app wrapped by `Gateway`, its task events in the log, its runs on a simulated goose.
 
 ``gateway-kit serve gateway_kit.demo.gateway:app`` serves it over the log at ``$GATEWAY_KIT_DB``
-(``serve --db URL`` sets that variable, also for every worker process); `build_gateway` is what
-`gateway-kit demo` runs.
+(``serve --db URL`` sets that variable, also for every worker process); `build_demo` is what
+`gateway-kit demo` runs. The simulated goose lives in the serving process, so goose runs need a
+single worker: each worker process would have a goose of its own.
 """
 
 from __future__ import annotations
@@ -11,21 +12,76 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import sqlalchemy as sa
+
 from ..gateway import Gateway
 from ..log import EventLog
 from ..log.eventlog import DEFAULT_URL
+from ..runs.tables import sessions
+from ..types import Message, Receive, Scope, Send
 from .app import create_app
+from .goose import TYPING_DELAY, SimulatedGoose
 
 DB_VAR = "GATEWAY_KIT_DB"
 
 
-def build_gateway(db_url: str, config: Mapping[str, Any] | None = None) -> Gateway:
-    """The example Flask app (with `config`) writing its events to the log at `db_url`."""
+class DemoApp:
+    """The demo's ASGI app: the gateway, and the simulated goose that lives as long as it."""
+
+    def __init__(self, gateway: Gateway, goose: SimulatedGoose) -> None:
+        self.gateway = gateway
+        self.goose = goose
+
+    @property
+    def log(self) -> EventLog:
+        return self.gateway.log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.gateway(scope, receive, send)
+            return
+
+        async def stop_goose_then_send(message: Message) -> None:
+            # The gateway answers the shutdown once its pumps have stopped reading goose.
+            if message["type"] == "lifespan.shutdown.complete":
+                await self.goose.aclose()
+            await send(message)
+
+        await self.gateway(scope, receive, stop_goose_then_send)
+
+
+def bound_session_ids(log: EventLog) -> list[str]:
+    """The goose sessions the log's streams are bound to (by earlier runs of the demo)."""
+    with log.engine.connect() as conn:
+        return list(conn.execute(sa.select(sessions.c.session_id)).scalars())
+
+
+def build_demo(
+    db_url: str,
+    config: Mapping[str, Any] | None = None,
+    *,
+    goose: SimulatedGoose | None = None,
+    typing_delay: float = TYPING_DELAY,
+) -> DemoApp:
+    """The example Flask app (with `config`) writing its events to the log at `db_url`, and its
+    goose runs going to `goose`: by default a `SimulatedGoose` that knows the log's sessions and
+    waits `typing_delay` seconds between chunks."""
     log = EventLog(db_url)
+    try:
+        goose = goose or SimulatedGoose(bound_session_ids(log), typing_delay=typing_delay)
+    except BaseException:
+        log.close()
+        raise
     flask_app = create_app(config)
     flask_app.config["EVENT_LOG"] = log  # step 2 of adopting gateway_kit: events go to the log
     # Identity arrives in a later version; until then the demo's streams are open to anyone.
-    return Gateway(flask_app, log=log, allow_anonymous=True)
+    gateway = Gateway(flask_app, log=log, upstream=goose.upstream, allow_anonymous=True)
+    return DemoApp(gateway, goose)
+
+
+def build_gateway(db_url: str, config: Mapping[str, Any] | None = None) -> Gateway:
+    """The demo's `Gateway` alone (its simulated goose stops with the event loop)."""
+    return build_demo(db_url, config).gateway
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,184 @@
+"""The demo's goose path in-process: runs on the simulated goose, through the demo's gateway.
+
+A run is started with ``POST /gateway/streams/<conversation>/runs`` and followed with
+``GET /gateway/runs/<run_id>/events``, which ends after the run's `Finish` or `Error`, so
+`httpx.ASGITransport` (which waits for the whole body) can read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from gateway_kit import EventLog
+from gateway_kit.demo.gateway import bound_session_ids, build_demo
+from gateway_kit.demo.goose import FAILURE, TOOL_NAME, SimulatedGoose
+from gateway_kit.testing.sessions import new_session_id
+from gateway_kit.types import Message
+
+CONVERSATION = "conv-goose"
+SLOW = 60.0  # seconds between chunks: a run typing this slowly is still running when cancelled
+Envelope = dict[str, Any]
+
+
+def with_demo(
+    db_url: str, body: Callable[[httpx.AsyncClient], Awaitable[Any]], **options: Any
+) -> Any:
+    """Run `body` with a client of `build_demo(db_url, **options)`, then stop the demo."""
+
+    async def main() -> Any:
+        demo = build_demo(db_url, **options)
+        transport = httpx.ASGITransport(app=demo)
+        try:
+            async with httpx.AsyncClient(transport=transport, base_url="http://demo.test") as c:
+                result = await body(c)
+            assert demo.gateway.pumps is not None
+            # The pumps record the end of a run just after appending its terminal event, which
+            # the run streams have handed over already: stopping now could leave a run active.
+            await demo.gateway.pumps.wait_idle()
+            return result
+        finally:
+            assert demo.gateway.pumps is not None
+            await demo.gateway.pumps.stop()
+            await demo.goose.aclose()
+            demo.log.close()
+
+    return asyncio.run(main())
+
+
+async def start_run(client: httpx.AsyncClient, message: str) -> str:
+    answer = await client.post(f"/gateway/streams/{CONVERSATION}/runs", json={"message": message})
+    assert answer.status_code == 200, answer.text
+    run_id: str = answer.json()["run_id"]
+    return run_id
+
+
+async def run_events(client: httpx.AsyncClient, run_id: str) -> list[Envelope]:
+    answer = await client.get(f"/gateway/runs/{run_id}/events")
+    assert answer.status_code == 200, answer.text
+    return [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
+
+
+def texts_by_message(events: list[Envelope]) -> dict[str, str]:
+    """Every goose message's text, its streamed chunks joined, as the demo's page shows it."""
+    texts: dict[str, str] = {}
+    for event in events:
+        message = event["data"].get("message") if event["type"] == "Message" else None
+        for item in message["content"] if message else []:
+            if item["type"] == "text":
+                texts[message["id"]] = texts.get(message["id"], "") + item["text"]
+    return texts
+
+
+def tool_calls(events: list[Envelope]) -> list[str]:
+    return [
+        item["toolCall"]["value"]["name"]
+        for event in events
+        if event["type"] == "Message"
+        for item in event["data"]["message"]["content"]
+        if item["type"] == "toolRequest"
+    ]
+
+
+def test_a_goose_run_streams_the_scripted_turn_into_the_conversation(sqlite_url: str) -> None:
+    async def body(client: httpx.AsyncClient) -> list[Envelope]:
+        return await run_events(client, await start_run(client, "hello goose"))
+
+    events = with_demo(sqlite_url, body, typing_delay=0)
+    types = [e["type"] for e in events]
+    assert types[0] == "RunStarted" and events[0]["data"]["message"] == "hello goose"
+    assert types[-1] == "Finish" and types.count("Finish") == 1
+    # Every event after RunStarted is goose's, under goose's own id, counted from 1.
+    assert [int(e["upstream_event_id"]) for e in events[1:]] == list(range(1, len(events)))
+    assert {e["stream"] for e in events} == {CONVERSATION}
+    assert tool_calls(events) == [TOOL_NAME]
+    thinking, answer = texts_by_message(events).values()
+    assert thinking == "Let me count the words of your message."
+    assert answer.startswith("You said: “hello goose”. That is 2 words. ")
+
+
+def test_a_failing_goose_run_ends_with_its_error(sqlite_url: str) -> None:
+    async def body(client: httpx.AsyncClient) -> list[Envelope]:
+        return await run_events(client, await start_run(client, "/fail please"))
+
+    events = with_demo(sqlite_url, body, typing_delay=0)
+    assert events[-1]["type"] == "Error" and events[-1]["data"]["error"] == FAILURE
+    assert "Finish" not in [e["type"] for e in events]  # the run stream ends at its Error
+    assert tool_calls(events) == [TOOL_NAME]
+
+
+def test_cancel_stops_a_goose_run_that_is_typing(sqlite_url: str) -> None:
+    async def body(client: httpx.AsyncClient) -> tuple[list[Envelope], int]:
+        run_id = await start_run(client, "take your time")
+        busy = await client.post(f"/gateway/streams/{CONVERSATION}/runs", json={"message": "x"})
+        cancelled = await client.post(f"/gateway/runs/{run_id}/cancel")
+        assert cancelled.status_code == 200, cancelled.text
+        return await run_events(client, run_id), busy.status_code
+
+    events, busy_status = with_demo(sqlite_url, body, typing_delay=SLOW)
+    assert busy_status == 409
+    types = [e["type"] for e in events]
+    assert types[:2] == ["RunStarted", "CancelRequested"]
+    assert types[-1] == "Finish" and types.count("Finish") == 1
+    assert "MessageUsage" not in types  # the turn stopped before its end
+
+
+def test_a_restarted_demo_runs_again_in_the_conversation_of_an_earlier_run(
+    sqlite_url: str,
+) -> None:
+    async def one_run(client: httpx.AsyncClient) -> list[Envelope]:
+        return await run_events(client, await start_run(client, "again"))
+
+    first = with_demo(sqlite_url, one_run, typing_delay=0)
+    second = with_demo(sqlite_url, one_run, typing_delay=0)  # a new goose, as after a restart
+    assert first[-1]["type"] == second[-1]["type"] == "Finish"
+    assert second[-1]["upstream_event_id"] == first[-1]["upstream_event_id"]  # ids restarted
+    with EventLog(sqlite_url) as log:
+        assert len(bound_session_ids(log)) == 1  # the conversation kept its goose session
+
+
+def test_the_simulated_goose_never_hands_out_a_session_id_it_was_given() -> None:
+    # A goose started in a new process numbers its sessions from 1 again; here, the ids it is
+    # about to hand out stand for those an earlier demo bound streams to.
+    day, number = new_session_id().rsplit("_", 1)
+    taken = [f"{day}_{int(number) + n}" for n in range(1, 4)]
+    goose = SimulatedGoose(taken)
+    created = goose.create_session()
+    assert created not in taken
+    assert set(goose.sessions) == {*taken, created}
+
+
+def test_the_lifespan_shutdown_ends_the_turns_of_the_simulated_goose(sqlite_url: str) -> None:
+    async def main() -> None:
+        demo = build_demo(sqlite_url, typing_delay=SLOW)
+        startup, shutdown = asyncio.Event(), asyncio.Event()
+        sent: list[str] = []
+
+        async def receive() -> Message:
+            if not startup.is_set():
+                startup.set()
+                return {"type": "lifespan.startup"}
+            await shutdown.wait()
+            return {"type": "lifespan.shutdown"}
+
+        async def send(message: Message) -> None:
+            sent.append(message["type"])
+
+        lifespan = asyncio.create_task(demo({"type": "lifespan"}, receive, send))
+        try:
+            transport = httpx.ASGITransport(app=demo)
+            async with httpx.AsyncClient(transport=transport, base_url="http://demo.test") as c:
+                await start_run(c, "a long answer")
+            shutdown.set()
+            await lifespan
+            # Without the shutdown the turn would type for minutes; it was ended instead.
+            await asyncio.wait_for(demo.goose.wait_idle(), timeout=SLOW / 2)
+        finally:
+            demo.log.close()
+        assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+    asyncio.run(main())
