@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..exceptions import RunConflict, RunNotFound, SessionBusy, UpstreamError
 from ..log import EventLog
+from .ending import ending_status, terminal_event
 from .model import Run, RunStatus
 from .store import RunStore
 
@@ -41,8 +42,7 @@ class RunService:
 
     async def start(self, stream: str, message: str) -> Run:
         """Start one agent turn in `stream`; `RunConflict` while another run is active there."""
-        if await asyncio.to_thread(self.store.active_run, stream) is not None:
-            raise RunConflict(f"stream {stream!r} already has an active run")
+        await self._settle_ended(stream)
         binding = await asyncio.to_thread(self.store.binding, stream)
         if binding is None:
             session = await self.upstream.start_session(self.working_dir)
@@ -73,6 +73,18 @@ class RunService:
             raise
         self.pumps.ensure(binding.session_id)
         return run
+
+    async def _settle_ended(self, stream: str) -> None:
+        """`RunConflict` while the stream's run is active; a run whose terminal event is in the
+        log has ended, even if the process that appended it has not recorded that yet."""
+        active = await asyncio.to_thread(self.store.active_run, stream)
+        if active is None:
+            return
+        terminal = await terminal_event(self.log, active)
+        if terminal is None:
+            raise RunConflict(f"stream {stream!r} already has an active run")
+        status = ending_status(terminal.type, cancel_requested=active.cancel_requested)
+        await asyncio.to_thread(self.store.end, active.run_id, status)
 
     async def _refused(self, run: Run, exc: UpstreamError) -> None:
         await self.log.aappend(

@@ -73,9 +73,13 @@ class _StreamingBody(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         while True:
             getter = asyncio.ensure_future(self._exchange.chunks.get())
-            await asyncio.wait({getter, self._app_task}, return_when=asyncio.FIRST_COMPLETED)
-            if not getter.done():
-                getter.cancel()
+            try:
+                await asyncio.wait({getter, self._app_task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # the reader may be cancelled while waiting: leave no pending get()
+                waiting = not getter.done()
+                if waiting:
+                    getter.cancel()
+            if waiting:
                 break  # the app returned: what it left in the queue is all there is
             chunk = getter.result()
             if chunk is _END:

@@ -34,13 +34,14 @@ from ..exceptions import (
     UpstreamUnavailable,
 )
 from ..log import EventLog
+from ..runs.ending import ending_status, terminal_event
 from ..runs.model import Run, RunStatus, SessionBinding
 from ..runs.store import RunStore
 from .goose import GooseUpstream
 from .goose_events import GooseEventStream
 from .goose_frames import UpstreamFrame
 from .lease import Lease
-from .translator import is_duplicate, plan_resume, run_ended
+from .translator import is_duplicate, plan_resume
 
 logger = logging.getLogger("gateway_kit.upstream")
 
@@ -236,10 +237,7 @@ class SessionPump:
         run = await asyncio.to_thread(self.store.get, run_id)
         if run is None or not run.active:
             return
-        if event_type == "Error":
-            status = RunStatus.FAILED
-        else:
-            status = RunStatus.CANCELLED if run.cancel_requested else RunStatus.FINISHED
+        status = ending_status(event_type, cancel_requested=run.cancel_requested)
         await asyncio.to_thread(self.store.end, run_id, status)
 
     async def _run_for(self, request_id: str | None) -> Run | None:
@@ -258,7 +256,7 @@ class SessionPump:
     async def _end_runs_the_log_ended(self) -> None:
         """A process may have died between appending a terminal event and recording it."""
         for run in await self._active_runs():
-            terminal = await run_ended(self.log, run)
+            terminal = await terminal_event(self.log, run)
             if terminal is not None:
                 await self._end_run(run.run_id, terminal.type)
 
@@ -277,7 +275,7 @@ class SessionPump:
             if run.upstream_request_id in listed:
                 continue
             current = await asyncio.to_thread(self.store.get, run.run_id)
-            if current is None or not current.active or await run_ended(self.log, current):
+            if current is None or not current.active or await terminal_event(self.log, current):
                 continue
             if header_sent:
                 raise RecheckWithoutHeader

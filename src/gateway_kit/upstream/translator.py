@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..log import Event, EventLog
+from ..runs.ending import terminal_event
 from ..runs.model import Run, SessionBinding
 
 
@@ -39,17 +40,11 @@ def goose_id(event: Event | None) -> int | None:
         return None
 
 
-async def run_ended(log: EventLog, run: Run) -> Event | None:
-    """The run's terminal event, if the log's last event of the run is one."""
-    last = await log.alatest(run.stream, run_id=run.run_id)
-    return last if last is not None and last.is_terminal else None
-
-
 async def plan_resume(log: EventLog, binding: SessionBinding, latest_run: Run | None) -> ResumePlan:
     newest = goose_id(
         await log.alatest(binding.stream, after=binding.lifetime_start_seq, upstream_only=True)
     )
-    if latest_run is None or await run_ended(log, latest_run) is not None:
+    if latest_run is None or await terminal_event(log, latest_run) is not None:
         return ResumePlan(connect=False, last_event_id=newest, newest_persisted=newest)
     return ResumePlan(connect=True, last_event_id=newest, newest_persisted=newest)
 
