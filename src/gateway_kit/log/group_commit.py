@@ -1,8 +1,9 @@
 """Group commit: appends from many threads share one transaction.
 
 The first thread to arrive commits everything queued so far (its own append included); appends
-that arrive meanwhile wait and go together in the next transaction, led by one of them. A lone
-append is never held back to wait for company.
+that arrive meanwhile wait and go together in the next transaction, led by the first of them.
+A lone append is never held back to wait for company. Each waiter has its own wake-up, so a
+commit wakes exactly the threads it served and the one that leads next, not every waiter.
 """
 
 from __future__ import annotations
@@ -16,43 +17,52 @@ Out = TypeVar("Out")
 
 
 class _Request(Generic[In, Out]):
-    __slots__ = ("done", "error", "items", "result")
+    __slots__ = ("done", "error", "items", "result", "wake")
 
     def __init__(self, items: Sequence[In]) -> None:
         self.items = items
         self.done = False
         self.result: list[Out] = []
         self.error: BaseException | None = None
+        self.wake = threading.Event()  # set when done, or when this request is to lead
 
 
 class GroupCommit(Generic[In, Out]):
     def __init__(self, commit: Callable[[list[In]], list[Out]], lock: threading.Lock) -> None:
         self._commit = commit
         self._lock = lock  # held while committing; others (retention) may take it too
-        self._cond = threading.Condition()
+        self._mutex = threading.Lock()
         self._queue: list[_Request[In, Out]] = []
         self._leading = False
 
     def submit(self, items: Sequence[In]) -> list[Out]:
         request: _Request[In, Out] = _Request(items)
-        with self._cond:
+        with self._mutex:
             self._queue.append(request)
-            while self._leading and not request.done:
-                self._cond.wait()
-            if not request.done:
-                self._leading = True
-                batch, self._queue = self._queue, []
-        if not request.done:
-            try:
-                with self._lock:
-                    self._run(batch)
-            finally:
-                with self._cond:
-                    self._leading = False
-                    self._cond.notify_all()
+            lead = not self._leading
+            self._leading = True
+        if not lead:
+            request.wake.wait()
+        if not request.done:  # this request leads the next transaction
+            self._lead()
         if request.error is not None:
             raise request.error
         return request.result
+
+    def _lead(self) -> None:
+        with self._mutex:
+            batch, self._queue = self._queue, []
+        try:
+            with self._lock:
+                self._run(batch)
+        finally:
+            with self._mutex:
+                successor = self._queue[0] if self._queue else None
+                self._leading = successor is not None
+            for request in batch:
+                request.wake.set()
+            if successor is not None:
+                successor.wake.set()  # not done: it leads
 
     def _run(self, batch: list[_Request[In, Out]]) -> None:
         try:
