@@ -1,15 +1,16 @@
 """PostgreSQL backend, through psycopg 3.
 
-Appends call ``gateway_kit_append`` (made by the first migration) as one autocommit statement:
-inside it an advisory transaction lock serializes seq assignment, so commit order equals seq
-order and no reader tailing "after seq N" can skip an event that commits late. The lock is held
-for that one round trip only. Wake-ups cross processes through LISTEN/NOTIFY; the payload is the
-newest seq, never data.
+Appends call ``gateway_kit_append`` (see the migrations) as one autocommit statement: inside it
+an advisory transaction lock, one per schema, serializes seq assignment, so commit order equals
+seq order and no reader tailing "after seq N" can skip an event that commits late. The lock is
+held for that one round trip only. Wake-ups cross processes through LISTEN/NOTIFY, sent after
+the commit; a notification carries no data.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,7 +31,9 @@ from .backend import (
 )
 from .database import postgres_engine
 from .event import TERMINAL_TYPES, Event, NewEvent
-from .schema import ADVISORY_LOCK_KEY, COLUMNS, EVENTS, META, NOTIFY_CHANNEL, VERSION_TABLE
+from .schema import APPEND_LOCK_CLASS, COLUMNS, EVENTS, META, NOTIFY_CHANNEL, VERSION_TABLE
+
+logger = logging.getLogger("gateway_kit.log")
 
 APPEND_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append(%s::json, %s)"
 LISTEN_TIMEOUT = 1.0  # seconds; how often the listener checks whether it should stop
@@ -50,6 +53,7 @@ class PostgresBackend:
         self._local = threading.local()
         self._connections: Connections[psycopg.Connection[Any]] = Connections()
         self._writer = self._connect()
+        self._announcer = Announcer(self._connect)
 
     def _connect(self) -> psycopg.Connection[Any]:
         # autocommit: every read sees the newest committed events, every append is one statement.
@@ -92,6 +96,7 @@ class PostgresBackend:
             ensure_ascii=False,
         )
         rows = self._writer.execute(APPEND_SQL, (payload, now)).fetchall()
+        self._announcer.announce()
         return [
             Event(seq, e.stream, pos, e.run_id, e.type, e.data_json, e.upstream_event_id, now)
             for (seq, pos), e in zip(rows, batch, strict=True)
@@ -119,7 +124,10 @@ class PostgresBackend:
         deleted = 0
         with self._writer.transaction():
             # The append lock: no run can start in a stream while we decide it has none active.
-            self._writer.execute(f"SELECT pg_advisory_xact_lock({ADVISORY_LOCK_KEY})")
+            self._writer.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))",
+                (APPEND_LOCK_CLASS,),
+            )
             runs = [
                 r[0]
                 for r in self._writer.execute(prunable_runs_sql("%s", terminal), (finished_before,))
@@ -147,4 +155,49 @@ class PostgresBackend:
             conn.close()
 
     def close(self) -> None:
+        self._announcer.stop()
         self._connections.close_all()
+
+
+class Announcer:
+    """Tells other processes that events were committed: NOTIFY, sent after the commit.
+
+    Inside the append it would take PostgreSQL's database-wide notify lock, held through the
+    commit's flush, and keep appends of different processes from sharing a flush. Here, from a
+    connection of its own, bursts coalesce into one NOTIFY, at most one in flight; a tail that
+    missed one still re-reads on its idle timeout.
+    """
+
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
+        self._connect = connect
+        self._pending = threading.Event()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def announce(self) -> None:
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None and not self._stopped:
+                    self._thread = threading.Thread(
+                        target=self._run, name="gateway-kit-log-announcer", daemon=True
+                    )
+                    self._thread.start()
+        self._pending.set()
+
+    def _run(self) -> None:
+        try:
+            conn = self._connect()
+            while True:
+                self._pending.wait()
+                if self._stopped:
+                    return
+                self._pending.clear()
+                conn.execute("SELECT pg_notify(%s, '')", (NOTIFY_CHANNEL,))
+        except Exception:
+            if not self._stopped:
+                logger.exception("announcing commits failed; other processes fall back to polling")
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._pending.set()

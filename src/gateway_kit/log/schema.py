@@ -6,12 +6,14 @@ EVENTS = "gateway_kit_events"
 META = "gateway_kit_meta"
 VERSION_TABLE = "gateway_kit_alembic_version"
 # The newest migration: a log whose version table says otherwise is upgraded on open.
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 
 COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 
-# One key for every lock gateway_kit takes in PostgreSQL's advisory-lock space ("gk" + "log").
+# Revision 0001's append lock, one key for the whole database ("gk" + "log").
 ADVISORY_LOCK_KEY = 0x676B_6C6F67
+# Appends and retention lock (APPEND_LOCK_CLASS, hashtext(current_schema())): one lock per log.
+APPEND_LOCK_CLASS = 0x676B
 NOTIFY_CHANNEL = "gateway_kit_events"
 MIGRATION_LOCK_KEY = 0x676B_6D6967
 
