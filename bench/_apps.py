@@ -1,0 +1,231 @@
+"""The servers the stream benchmarks compare, each run alone under uvicorn in its own process.
+
+    python bench/_apps.py KIND PORT_FILE [DB_FILE]
+
+binds 127.0.0.1 on a free port, writes the port to PORT_FILE and serves KIND until SIGTERM:
+
+- ``legacy``: the example app of `gateway_kit.demo` as it was before gateway_kit (every task's
+  events in a deque in process memory, ``GET /api/tasks/<id>?from=`` polled by clients, login
+  with a session cookie), under `a2wsgi` with `WSGI_WORKERS` threads.
+- ``peer``: what a user would otherwise write: Starlette + sse-starlette, each stream's events in
+  a Python list, resumed by ``Last-Event-ID``; nothing survives a restart.
+- ``gateway``: gateway_kit's `Gateway` over an `EventLog` in the SQLite file DB_FILE, wrapping a
+  small Starlette app whose route appends with `EventLog.aappend` (a durable commit first).
+- ``hello-bare`` / ``hello-gateway``: one small Flask route, under bare `a2wsgi` or through
+  `Gateway`, with the same worker threads.
+
+Appends go through HTTP routes of the server itself, ``POST /bench/append`` (JSON
+``{"stream", "type", "data"}``) and ``POST /bench/fill`` (``{"stream", "count"}``: the server
+builds that many events, in pages, for the replay benchmark); the legacy app's are
+``POST /bench/tasks`` (a new task of the logged-in user) and ``POST /bench/tasks/<id>/events``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from _common import TYPE, encode, payload
+from _harness import USER, raise_open_files
+from a2wsgi import WSGIMiddleware
+from flask import Flask, jsonify, request
+from flask.typing import ResponseReturnValue
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from gateway_kit import EventLog, Gateway
+from gateway_kit.demo import create_app
+from gateway_kit.demo.app import TASKS_EXTENSION, current_user
+from gateway_kit.demo.tasks import TaskStore
+
+WSGI_WORKERS = 10  # a2wsgi threads, the same for every WSGI app here (Gateway's default)
+PING_INTERVAL = 15.0  # seconds, both SSE servers (sse-starlette's and gateway_kit's default)
+SEND_TIMEOUT = 30.0  # seconds, both SSE servers
+FILL_PAGE = 1000
+SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+# --- legacy: the demo app, events in per-task deques ---------------------------------------
+
+
+def legacy_flask() -> Flask:
+    app = create_app({"DEMO_USERS": {USER: USER}})
+    store: TaskStore = app.extensions[TASKS_EXTENSION]
+
+    @app.post("/bench/tasks")
+    def new_task() -> ResponseReturnValue:
+        user = current_user()
+        if user is None:
+            return jsonify(error="login_required"), 401
+        return jsonify(task_id=store.create("bench", owner=user).task_id)
+
+    @app.post("/bench/tasks/<task_id>/events")
+    def append_to_task(task_id: str) -> ResponseReturnValue:
+        task = store.get(task_id)
+        if task is None:
+            return jsonify(error="not_found"), 404
+        body = request.get_json()
+        store.append(task, body["type"], body["data"])
+        return jsonify(ok=True)
+
+    return app
+
+
+# --- peer: Starlette + sse-starlette, events in a list -------------------------------------
+
+
+class ListStream:
+    """One stream: envelope JSON texts in a list; an asyncio.Event replaced on every append."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.envelopes: list[str] = []
+        self.changed = asyncio.Event()
+
+    def append(self, type: str, data: dict[str, Any]) -> int:
+        seq = len(self.envelopes) + 1
+        envelope = {"seq": seq, "stream": self.name, "pos": seq, "run_id": None, "type": type}
+        self.envelopes.append(encode({**envelope, "data": data, "upstream_event_id": None}))
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+        return seq
+
+
+def peer_app() -> Starlette:
+    streams: dict[str, ListStream] = {}
+
+    def stream_named(name: str) -> ListStream:
+        if name not in streams:
+            streams[name] = ListStream(name)
+        return streams[name]
+
+    async def events(req: Request) -> EventSourceResponse:
+        stream = stream_named(req.path_params["stream"])
+        after = int(req.headers.get("last-event-id") or req.query_params.get("after") or 0)
+
+        async def frames() -> AsyncIterator[ServerSentEvent]:
+            sent = after
+            while True:
+                while sent < len(stream.envelopes):
+                    sent += 1
+                    yield ServerSentEvent(data=stream.envelopes[sent - 1], id=str(sent))
+                await stream.changed.wait()
+
+        return EventSourceResponse(
+            frames(), ping=PING_INTERVAL, send_timeout=SEND_TIMEOUT, headers=SSE_HEADERS
+        )
+
+    async def append(req: Request) -> JSONResponse:
+        body = await req.json()
+        seq = stream_named(body["stream"]).append(body["type"], body["data"])
+        return JSONResponse({"seq": seq})
+
+    async def fill(req: Request) -> JSONResponse:
+        body = await req.json()
+        stream = stream_named(body["stream"])
+        for i in range(body["count"]):
+            stream.append(TYPE, payload(i))
+        return JSONResponse({"seq": len(stream.envelopes)})
+
+    return Starlette(
+        routes=[
+            Route("/streams/{stream}/events", events),
+            Route("/bench/append", append, methods=["POST"]),
+            Route("/bench/fill", fill, methods=["POST"]),
+        ]
+    )
+
+
+# --- gateway_kit: Gateway over the EventLog ------------------------------------------------
+
+
+def gateway_app(db_file: str) -> Gateway:
+    log = EventLog(f"sqlite:///{db_file}")
+
+    async def append(req: Request) -> JSONResponse:
+        body = await req.json()
+        event = await log.aappend(body["stream"], body["type"], body["data"])
+        return JSONResponse({"seq": event.seq})
+
+    async def fill(req: Request) -> JSONResponse:
+        body = await req.json()
+        count, seq = body["count"], 0
+        for first in range(0, count, FILL_PAGE):
+            page = [
+                {"stream": body["stream"], "type": TYPE, "data": payload(i)}
+                for i in range(first, min(first + FILL_PAGE, count))
+            ]
+            seq = (await log.aappend_many(page))[-1].seq
+        return JSONResponse({"seq": seq})
+
+    routes = Starlette(
+        routes=[
+            Route("/bench/append", append, methods=["POST"]),
+            Route("/bench/fill", fill, methods=["POST"]),
+        ]
+    )
+    return Gateway(
+        routes, log=log, wsgi=False, ping_interval=PING_INTERVAL, send_timeout=SEND_TIMEOUT
+    )
+
+
+# --- a plain Flask route, for the pass-through benchmark -----------------------------------
+
+
+def hello_flask() -> Flask:
+    app = Flask("hello")
+
+    @app.get("/hello")
+    def hello() -> ResponseReturnValue:
+        return jsonify(hello="world", n=1)
+
+    return app
+
+
+def hello_gateway(db_file: str) -> Gateway:
+    log = EventLog(f"sqlite:///{db_file}")
+    return Gateway(hello_flask(), log=log, wsgi_workers=WSGI_WORKERS)
+
+
+def build(kind: str, db_file: str | None) -> Any:
+    if kind == "legacy":
+        return WSGIMiddleware(legacy_flask(), workers=WSGI_WORKERS)  # type: ignore[arg-type]
+    if kind == "peer":
+        return peer_app()
+    if kind == "hello-bare":
+        return WSGIMiddleware(hello_flask(), workers=WSGI_WORKERS)  # type: ignore[arg-type]
+    if db_file is None:
+        raise SystemExit(f"{kind} needs a database file")
+    if kind == "gateway":
+        return gateway_app(db_file)
+    if kind == "hello-gateway":
+        return hello_gateway(db_file)
+    raise SystemExit(f"unknown server kind {kind!r}")
+
+
+def main(kind: str, port_file: str, db_file: str | None = None) -> None:
+    raise_open_files()
+    app = build(kind, db_file)
+    # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP,
+    # and accepted sockets copy it. Without it, Nagle holds small writes ~40 ms.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    # The same server settings for every kind: one process, asyncio loop, h11 (what is installed).
+    config = uvicorn.Config(app, access_log=False, log_level="warning", backlog=4096)
+    server = uvicorn.Server(config)
+    Path(port_file).write_text(json.dumps({"port": sock.getsockname()[1]}))
+    server.run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
