@@ -26,11 +26,11 @@ import uvicorn
 
 from ..demo.app import DEFAULT_CONVERSATION, DEFAULT_USERS
 from ..demo.gateway import build_demo
+from .sockets import listen
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DB_FILE = "gateway-demo.db"
-BACKLOG = 128
 
 PORT_TAKEN = "port {port} is taken; serving on {chosen} instead"
 CANNOT_BIND = "gateway-kit demo: cannot listen on {host}:{port}: {error}"
@@ -74,20 +74,6 @@ def demo_db_url() -> str:
     """A SQLite file in the current directory when it is writable, else in a temp dir."""
     folder = Path.cwd() if os.access(Path.cwd(), os.W_OK) else Path(tempfile.mkdtemp())
     return f"sqlite:///{folder / DB_FILE}"
-
-
-def listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        # As uvicorn does: a restarted demo may reuse its port while old connections linger.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(BACKLOG)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 def listen_on_free_port(host: str, port: int | None) -> socket.socket:

@@ -21,9 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn
+from uvicorn.supervisors import Multiprocess
 
 from ..gateway import Gateway
 from ..log import EventLog
+from .sockets import listen
 
 DB_VAR = "GATEWAY_KIT_DB"
 TARGET_VAR = "GATEWAY_KIT_SERVE_APP"
@@ -120,10 +122,19 @@ def run(args: argparse.Namespace) -> int:
     if args.workers == 1:
         app = as_gateway(target, args.db, allow_anonymous=args.allow_anonymous)
         uvicorn.run(app, **options)
-    elif isinstance(target, Gateway):
-        uvicorn.run(args.app, workers=args.workers, **options)
+        return 0
+    if isinstance(target, Gateway):
+        config = uvicorn.Config(args.app, workers=args.workers, **options)
     else:
         os.environ[TARGET_VAR] = args.app
         os.environ[ANONYMOUS_VAR] = "1" if args.allow_anonymous else "0"
-        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers, **options)
+        config = uvicorn.Config(
+            f"{__name__}:worker_app", factory=True, workers=args.workers, **options
+        )
+    # The workers share a socket bound here, as TCP (see `sockets`), not by uvicorn.
+    sock = listen(args.host, args.port)
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()
     return 0

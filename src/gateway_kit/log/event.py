@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +17,12 @@ TERMINAL_TYPES = frozenset({"Finish", "Error"})
 # ensure_ascii=False keeps the stored text close to what was sent; U+2028/U+2029 are legal
 # in JSON strings, and every reader decodes with json.loads, so they round-trip unchanged.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def _text(value: str | None) -> str:
+    # The string encoder behind json.dumps(ensure_ascii=False), called directly: this runs for
+    # every frame of every replay, and JSONEncoder.encode builds an encoder on each call.
+    return "null" if value is None else encode_basestring(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +101,9 @@ class Event:
     def envelope_json(self) -> str:
         """The envelope as JSON text, built around the stored data text without re-encoding it."""
         return (
-            f'{{"seq":{self.seq},"stream":{_encode(self.stream)},"pos":{self.pos},'
-            f'"run_id":{_encode(self.run_id)},"type":{_encode(self.type)},'
-            f'"data":{self.data_json},"upstream_event_id":{_encode(self.upstream_event_id)}}}'
+            f'{{"seq":{self.seq},"stream":{_text(self.stream)},"pos":{self.pos},'
+            f'"run_id":{_text(self.run_id)},"type":{_text(self.type)},'
+            f'"data":{self.data_json},"upstream_event_id":{_text(self.upstream_event_id)}}}'
         )
 
     def __eq__(self, other: object) -> bool:
