@@ -80,8 +80,11 @@ def row_to_event(row: Row) -> Event:
     return Event(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7])
 
 
-def select_sql(stream: str | None, run_id: str | None, placeholder: str) -> str:
-    where = [f"seq > {placeholder}"]
+def select_sql(
+    stream: str | None, run_id: str | None, placeholder: str, settled: str = "true"
+) -> str:
+    """Events after a cursor; `settled` keeps to rows no later commit can precede."""
+    where = [f"seq > {placeholder}", settled]
     if stream is not None:
         where.append(f"stream = {placeholder}")
     if run_id is not None:
@@ -134,16 +137,15 @@ class Latest:
 PRUNED_SEQ_KEY = "pruned_seq"
 
 
-def last_seq_sql(stream: str | None, placeholder: str, greatest: str) -> str:
-    """The newest committed seq; for the whole log, never lower than what retention deleted,
+def last_seq_sql(stream: str | None, placeholder: str, greatest: str, settled: str = "true") -> str:
+    """The newest settled seq; for the whole log, never lower than what retention deleted,
     so that pruning the newest events does not make valid cursors look beyond the head."""
-    if stream is None:
-        return (
-            f"SELECT {greatest}(COALESCE((SELECT MAX(seq) FROM {EVENTS}), 0), "
-            f"COALESCE((SELECT CAST(value AS BIGINT) FROM {META} "
-            f"WHERE key = '{PRUNED_SEQ_KEY}'), 0))"
-        )
-    return f"SELECT COALESCE(MAX(seq), 0) FROM {EVENTS} WHERE stream = {placeholder}"
+    where = settled if stream is None else f"{settled} AND stream = {placeholder}"
+    newest = f"SELECT seq FROM {EVENTS} WHERE {where} ORDER BY seq DESC LIMIT 1"
+    if stream is not None:
+        return f"SELECT COALESCE(({newest}), 0)"
+    pruned = f"SELECT CAST(value AS BIGINT) FROM {META} WHERE key = '{PRUNED_SEQ_KEY}'"
+    return f"SELECT {greatest}(COALESCE(({newest}), 0), COALESCE(({pruned}), 0))"
 
 
 RECORD_PRUNED_SQL = (

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from json.encoder import encode_basestring
 from typing import Any
 
 from ..exceptions import InvalidCursor, InvalidEvent, PayloadTooLarge

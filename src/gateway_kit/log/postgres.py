@@ -1,17 +1,23 @@
 """PostgreSQL backend, through psycopg 3.
 
-Appends call ``gateway_kit_append`` (see the migrations) as one autocommit statement: inside it
-an advisory transaction lock, one per schema, serializes seq assignment, so commit order equals
-seq order and no reader tailing "after seq N" can skip an event that commits late. The lock is
-held for that one round trip only. Wake-ups cross processes through LISTEN/NOTIFY, sent after
-the commit; a notification carries no data.
+Appends call ``gateway_kit_append`` (see migration 0004) as one autocommit statement. Inside it
+an append locks the streams it writes (until its commit, so pos is gapless), then takes the
+log's ordering lock, its transaction id, its seqs, inserts, and lets the ordering lock go before
+the commit, so that concurrent commits share WAL flushes. Commits may then land out of seq
+order, so readers deliver only settled rows: those of transactions older than every running
+one. Since appends take transaction ids in seq order, what a reader sees after a cursor is
+always a gap-free prefix, and no reader tailing "after seq N" can skip an event that commits
+late. Wake-ups cross processes through LISTEN/NOTIFY, sent after the commit; a notification
+carries no data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,8 +41,14 @@ from .schema import APPEND_LOCK_CLASS, COLUMNS, EVENTS, META, NOTIFY_CHANNEL, VE
 
 logger = logging.getLogger("gateway_kit.log")
 
+# Rows of transactions older than every running one: no append still in flight can commit a
+# smaller seq, since appends take their transaction ids in seq order (migration 0004).
+SETTLED = "xid < pg_snapshot_xmin(pg_current_snapshot())"
 APPEND_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append(%s::json, %s)"
 LISTEN_TIMEOUT = 1.0  # seconds; how often the listener checks whether it should stop
+# At most one NOTIFY per this many seconds and process: each is a commit that takes a
+# database-wide lock, and at one per append they cost appends a quarter of their throughput.
+ANNOUNCE_INTERVAL = 0.005
 
 
 def conninfo(url: str) -> str:
@@ -95,7 +107,13 @@ class PostgresBackend:
             ],
             ensure_ascii=False,
         )
-        rows = self._writer.execute(APPEND_SQL, (payload, now)).fetchall()
+        try:
+            rows = self._writer.execute(APPEND_SQL, (payload, now)).fetchall()
+        except BaseException:
+            # The failed append may still hold the log's ordering lock (a session lock).
+            with contextlib.suppress(psycopg.Error):
+                self._writer.execute("SELECT pg_advisory_unlock_all()")
+            raise
         self._announcer.announce()
         return [
             Event(seq, e.stream, pos, e.run_id, e.type, e.data_json, e.upstream_event_id, now)
@@ -104,13 +122,17 @@ class PostgresBackend:
 
     def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
         cur = self._reader().execute(
-            select_sql(stream, run_id, "%s"), select_params(after, stream, run_id, limit)
+            select_sql(stream, run_id, "%s", SETTLED), select_params(after, stream, run_id, limit)
         )
         return [Event(*r) for r in cur.fetchall()]
 
     def last_seq(self, stream: str | None) -> int:
         params = () if stream is None else (stream,)
-        row = self._reader().execute(last_seq_sql(stream, "%s", "GREATEST"), params).fetchone()
+        row = (
+            self._reader()
+            .execute(last_seq_sql(stream, "%s", "GREATEST", SETTLED), params)
+            .fetchone()
+        )
         assert row is not None
         return int(row[0])
 
@@ -164,8 +186,8 @@ class Announcer:
 
     Inside the append it would take PostgreSQL's database-wide notify lock, held through the
     commit's flush, and keep appends of different processes from sharing a flush. Here, from a
-    connection of its own, bursts coalesce into one NOTIFY, at most one in flight; a tail that
-    missed one still re-reads on its idle timeout.
+    connection of its own, commits coalesce into one NOTIFY every few milliseconds at most; a
+    tail that missed one still re-reads on its idle timeout.
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
@@ -188,12 +210,16 @@ class Announcer:
     def _run(self) -> None:
         try:
             conn = self._connect()
+            # A notification needs no durability: not waiting for its WAL flush keeps
+            # PostgreSQL's notify lock, held through the commit, brief.
+            conn.execute("SET synchronous_commit = off")
             while True:
                 self._pending.wait()
                 if self._stopped:
                     return
                 self._pending.clear()
                 conn.execute("SELECT pg_notify(%s, '')", (NOTIFY_CHANNEL,))
+                time.sleep(ANNOUNCE_INTERVAL)  # commits meanwhile share the next NOTIFY
         except Exception:
             if not self._stopped:
                 logger.exception("announcing commits failed; other processes fall back to polling")

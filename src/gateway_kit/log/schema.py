@@ -6,14 +6,16 @@ EVENTS = "gateway_kit_events"
 META = "gateway_kit_meta"
 VERSION_TABLE = "gateway_kit_alembic_version"
 # The newest migration: a log whose version table says otherwise is upgraded on open.
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 
 COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 
 # Revision 0001's append lock, one key for the whole database ("gk" + "log").
 ADVISORY_LOCK_KEY = 0x676B_6C6F67
-# Appends and retention lock (APPEND_LOCK_CLASS, hashtext(current_schema())): one lock per log.
+# Appends and retention lock (APPEND_LOCK_CLASS, hashtext(current_schema())): one lock per log;
+# appends also lock (STREAM_LOCK_CLASS, hashtext(stream)) for each stream they write.
 APPEND_LOCK_CLASS = 0x676B
+STREAM_LOCK_CLASS = 0x6773
 NOTIFY_CHANNEL = "gateway_kit_events"
 MIGRATION_LOCK_KEY = 0x676B_6D6967
 

@@ -57,7 +57,22 @@ class SQLiteBackend:
         self._connections: Connections[sqlite3.Connection] = Connections()
         # The first connection also keeps a shared in-memory database alive.
         self._writer = self._connect()
-        self._writer.execute("PRAGMA journal_mode = WAL")
+        self._enable_wal()
+
+    def _enable_wal(self) -> None:
+        """Switch a new database file to WAL. The switch needs the file to itself and SQLite
+        answers "locked" at once, without its busy timeout, while another process (a second
+        worker starting, say) holds it: so wait here."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                if self._writer.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self._writer.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
