@@ -34,6 +34,12 @@ DECLARE
     v_count integer := json_array_length(batch);
     v_last bigint;
     v_hash integer;
+    v_streams text[];
+    v_pos integer[];
+    v_runs text[];
+    v_types text[];
+    v_data text[];
+    v_upstream text[];
 BEGIN
     -- Stream locks in one global order (by hash), so two appends never wait for each other.
     FOR v_hash IN
@@ -41,10 +47,8 @@ BEGIN
     LOOP
         PERFORM pg_advisory_xact_lock({stream_class}, v_hash);
     END LOOP;
-    PERFORM pg_advisory_lock({lock_class}, hashtext(current_schema()));
-    PERFORM pg_current_xact_id();  -- the transaction id, taken in seq order
-    v_last := setval('gateway_kit_events_seq', nextval('gateway_kit_events_seq') + v_count - 1);
-    RETURN QUERY
+    -- Positions need only the stream locks: work them out before the ordering lock, which
+    -- every append of the log waits for.
     WITH items AS (
         SELECT t.e, t.n FROM json_array_elements(batch) WITH ORDINALITY AS t(e, n)
     ), heads AS (
@@ -53,19 +57,53 @@ BEGIN
             WHERE ev.stream = s.stream ORDER BY ev.seq DESC LIMIT 1
         ), 0) AS head
         FROM (SELECT DISTINCT items.e->>'stream' AS stream FROM items) s
-    ), inserted AS (
-        INSERT INTO gateway_kit_events
-            (seq, stream, pos, run_id, type, data, upstream_event_id, created_at)
-        SELECT v_last - v_count + items.n,
-               items.e->>'stream',
+    ), rows AS (
+        SELECT items.n, items.e->>'stream' AS stream,
                (heads.head + row_number() OVER (
-                    PARTITION BY items.e->>'stream' ORDER BY items.n))::integer,
-               items.e->>'run_id', items.e->>'type', items.e->>'data',
-               items.e->>'upstream_event_id', now_ts
+                    PARTITION BY items.e->>'stream' ORDER BY items.n))::integer AS pos,
+               items.e->>'run_id' AS run_id, items.e->>'type' AS type,
+               items.e->>'data' AS data, items.e->>'upstream_event_id' AS upstream_event_id
         FROM items JOIN heads ON heads.stream = items.e->>'stream'
-        RETURNING gateway_kit_events.seq, gateway_kit_events.pos
     )
-    SELECT inserted.seq, inserted.pos FROM inserted ORDER BY inserted.seq;
+    SELECT array_agg(rows.stream ORDER BY rows.n), array_agg(rows.pos ORDER BY rows.n),
+           array_agg(rows.run_id ORDER BY rows.n), array_agg(rows.type ORDER BY rows.n),
+           array_agg(rows.data ORDER BY rows.n), array_agg(rows.upstream_event_id ORDER BY rows.n)
+    INTO v_streams, v_pos, v_runs, v_types, v_data, v_upstream
+    FROM rows;
+
+    PERFORM pg_advisory_lock({lock_class}, hashtext(current_schema()));
+    PERFORM pg_current_xact_id();  -- the transaction id, taken in seq order
+    v_last := setval('gateway_kit_events_seq', nextval('gateway_kit_events_seq') + v_count - 1);
+    INSERT INTO gateway_kit_events
+        (seq, stream, pos, run_id, type, data, upstream_event_id, created_at)
+    SELECT v_last - v_count + i, v_streams[i], v_pos[i], v_runs[i], v_types[i], v_data[i],
+           v_upstream[i], now_ts
+    FROM generate_subscripts(v_streams, 1) AS i;
+    PERFORM pg_advisory_unlock({lock_class}, hashtext(current_schema()));
+    RETURN QUERY
+    SELECT v_last - v_count + i, v_pos[i] FROM generate_subscripts(v_streams, 1) AS i ORDER BY i;
+END
+$$;
+"""
+
+# The same for one event, the common case, without the JSON and the batch bookkeeping.
+APPEND_ONE_FUNCTION = """
+CREATE OR REPLACE FUNCTION gateway_kit_append_one(
+    p_stream text, p_run_id text, p_type text, p_data text, p_upstream text,
+    now_ts double precision, OUT out_seq bigint, OUT out_pos integer)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock({stream_class}, hashtext(p_stream));
+    out_pos := COALESCE((
+        SELECT ev.pos FROM gateway_kit_events ev
+        WHERE ev.stream = p_stream ORDER BY ev.seq DESC LIMIT 1
+    ), 0) + 1;
+    PERFORM pg_advisory_lock({lock_class}, hashtext(current_schema()));
+    PERFORM pg_current_xact_id();
+    out_seq := nextval('gateway_kit_events_seq');
+    INSERT INTO gateway_kit_events
+        (seq, stream, pos, run_id, type, data, upstream_event_id, created_at)
+    VALUES (out_seq, p_stream, out_pos, p_run_id, p_type, p_data, p_upstream, now_ts);
     PERFORM pg_advisory_unlock({lock_class}, hashtext(current_schema()));
 END
 $$;
@@ -81,7 +119,8 @@ def upgrade() -> None:
     op.execute(
         "ALTER TABLE gateway_kit_events ADD COLUMN xid xid8 NOT NULL DEFAULT pg_current_xact_id()"
     )
-    op.execute(APPEND_FUNCTION.format(lock_class=APPEND_LOCK_CLASS, stream_class=STREAM_LOCK_CLASS))
+    for function in (APPEND_FUNCTION, APPEND_ONE_FUNCTION):
+        op.execute(function.format(lock_class=APPEND_LOCK_CLASS, stream_class=STREAM_LOCK_CLASS))
 
 
 def downgrade() -> None:
@@ -92,4 +131,7 @@ def downgrade() -> None:
     script = pathlib.Path(__file__).with_name("0003_append_lock_per_schema.py")
     function = str(runpy.run_path(str(script))["APPEND_FUNCTION"])
     op.execute(function.format(lock_class=APPEND_LOCK_CLASS))
+    op.execute(
+        "DROP FUNCTION gateway_kit_append_one(text, text, text, text, text, double precision)"
+    )
     op.execute("ALTER TABLE gateway_kit_events DROP COLUMN xid")

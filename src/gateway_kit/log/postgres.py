@@ -45,6 +45,7 @@ logger = logging.getLogger("gateway_kit.log")
 # smaller seq, since appends take their transaction ids in seq order (migration 0004).
 SETTLED = "xid < pg_snapshot_xmin(pg_current_snapshot())"
 APPEND_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append(%s::json, %s)"
+APPEND_ONE_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append_one(%s, %s, %s, %s, %s, %s)"
 LISTEN_TIMEOUT = 1.0  # seconds; how often the listener checks whether it should stop
 # At most one NOTIFY per this many seconds and process: each is a commit that takes a
 # database-wide lock, and at one per append they cost appends a quarter of their throughput.
@@ -94,7 +95,30 @@ class PostgresBackend:
         return str(row[0])
 
     def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]:
-        payload = json.dumps(
+        params: tuple[Any, ...]
+        if len(batch) == 1:
+            e = batch[0]
+            sql, params = APPEND_ONE_SQL, (
+                e.stream, e.run_id, e.type, e.data_json, e.upstream_event_id, now
+            )  # fmt: skip
+        else:
+            sql, params = APPEND_SQL, (self._batch_json(batch), now)
+        try:
+            rows = self._writer.execute(sql, params).fetchall()
+        except BaseException:
+            # The failed append may still hold the log's ordering lock (a session lock).
+            with contextlib.suppress(psycopg.Error):
+                self._writer.execute("SELECT pg_advisory_unlock_all()")
+            raise
+        self._announcer.announce()
+        return [
+            Event(seq, e.stream, pos, e.run_id, e.type, e.data_json, e.upstream_event_id, now)
+            for (seq, pos), e in zip(rows, batch, strict=True)
+        ]
+
+    @staticmethod
+    def _batch_json(batch: Sequence[NewEvent]) -> str:
+        return json.dumps(
             [
                 {
                     "stream": e.stream,
@@ -107,18 +131,6 @@ class PostgresBackend:
             ],
             ensure_ascii=False,
         )
-        try:
-            rows = self._writer.execute(APPEND_SQL, (payload, now)).fetchall()
-        except BaseException:
-            # The failed append may still hold the log's ordering lock (a session lock).
-            with contextlib.suppress(psycopg.Error):
-                self._writer.execute("SELECT pg_advisory_unlock_all()")
-            raise
-        self._announcer.announce()
-        return [
-            Event(seq, e.stream, pos, e.run_id, e.type, e.data_json, e.upstream_event_id, now)
-            for (seq, pos), e in zip(rows, batch, strict=True)
-        ]
 
     def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
         cur = self._reader().execute(
