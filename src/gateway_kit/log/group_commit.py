@@ -2,15 +2,22 @@
 
 The first thread to arrive commits everything queued so far (its own append included); appends
 that arrive meanwhile wait and go together in the next transaction, led by the first of them.
-A lone append is never held back to wait for company. Each waiter has its own wake-up, so a
-commit wakes exactly the threads it served and the one that leads next, not every waiter.
+Each waiter has its own wake-up, so a commit wakes exactly the threads it served and the one
+that leads next, not every waiter.
+
+Under steady load the threads would split into two cohorts taking turns: one commits while the
+other queues. So a leader that has seen more appenders at once than it has queued waits for
+them, up to `LINGER_SECONDS`; a lone append (one appender) never waits.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
+
+LINGER_SECONDS = 0.001
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -32,26 +39,40 @@ class GroupCommit(Generic[In, Out]):
         self._commit = commit
         self._lock = lock  # held while committing; others (retention) may take it too
         self._mutex = threading.Lock()
+        self._grown = threading.Condition(self._mutex)
         self._queue: list[_Request[In, Out]] = []
         self._leading = False
+        self._lingering = False
+        self._inflight = 0  # appends inside submit() now
+        self._peak = 0  # how many were at once lately; decays by one a commit
 
     def submit(self, items: Sequence[In]) -> list[Out]:
         request: _Request[In, Out] = _Request(items)
         with self._mutex:
             self._queue.append(request)
+            self._inflight += 1
+            self._peak = max(self._peak, self._inflight)
+            if self._lingering:
+                self._grown.notify()
             lead = not self._leading
             self._leading = True
-        if not lead:
-            request.wake.wait()
-        if not request.done:  # this request leads the next transaction
-            self._lead()
+        try:
+            if not lead:
+                request.wake.wait()
+            if not request.done:  # this request leads the next transaction
+                self._lead()
+        finally:
+            with self._mutex:
+                self._inflight -= 1
         if request.error is not None:
             raise request.error
         return request.result
 
     def _lead(self) -> None:
         with self._mutex:
+            self._linger()
             batch, self._queue = self._queue, []
+            self._peak = max(self._inflight, self._peak - 1)
         try:
             with self._lock:
                 self._run(batch)
@@ -63,6 +84,21 @@ class GroupCommit(Generic[In, Out]):
                 request.wake.set()
             if successor is not None:
                 successor.wake.set()  # not done: it leads
+
+    def _linger(self) -> None:
+        """Wait (holding the mutex's condition) for the appenders seen lately to queue up."""
+        if self._peak <= 1 or len(self._queue) >= self._peak:
+            return
+        deadline = time.monotonic() + LINGER_SECONDS
+        self._lingering = True
+        try:
+            while len(self._queue) < self._peak:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self._grown.wait(remaining)
+        finally:
+            self._lingering = False
 
     def _run(self, batch: list[_Request[In, Out]]) -> None:
         try:
