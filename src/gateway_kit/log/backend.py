@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -41,6 +42,9 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+CLOSE_WAIT_SECONDS = 10.0
+
+
 class Closable(Protocol):
     def close(self) -> None: ...
 
@@ -57,8 +61,26 @@ class Connections(Generic[C]):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self._open: list[C] = []
+        self._users = 0
         self._closed = False
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """Around every use of a shared connection: closing waits until none is in use, since
+        closing a connection under a query running in another thread can crash the process."""
+        with self._lock:
+            if self._closed:
+                raise LogClosed("this EventLog is closed")
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if not self._users:
+                    self._idle.notify_all()
 
     def add(self, conn: C) -> C:
         with self._lock:
@@ -71,6 +93,7 @@ class Connections(Generic[C]):
     def close_all(self) -> None:
         with self._lock:
             self._closed = True
+            self._idle.wait_for(lambda: not self._users, CLOSE_WAIT_SECONDS)
             conns, self._open = self._open, []
         for conn in conns:
             conn.close()

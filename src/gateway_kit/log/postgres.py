@@ -66,12 +66,13 @@ class PostgresBackend:
         self._local = threading.local()
         self._connections: Connections[psycopg.Connection[Any]] = Connections()
         self._writer = self._connect()
-        self._announcer = Announcer(self._connect)
+        self._announcer = Announcer(lambda: self._connect(shared=False))
 
-    def _connect(self) -> psycopg.Connection[Any]:
+    def _connect(self, *, shared: bool = True) -> psycopg.Connection[Any]:
         # autocommit: every read sees the newest committed events, every append is one statement.
         conn = psycopg.connect(self._conninfo, autocommit=True)
-        return self._connections.add(conn)
+        # A connection only its own thread uses (watcher, announcer) is closed by that thread.
+        return self._connections.add(conn) if shared else conn
 
     def _reader(self) -> psycopg.Connection[Any]:
         conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
@@ -79,18 +80,23 @@ class PostgresBackend:
             conn = self._local.conn = self._connect()
         return conn
 
+    def _fetch(self, sql: str, params: Sequence[Any] = (), *, one: bool = False) -> Any:
+        with self._connections.in_use():
+            cur = self._reader().execute(sql, params)
+            return cur.fetchone() if one else cur.fetchall()
+
     def engine(self) -> sa.Engine:
         return postgres_engine(self._url)
 
     def version(self) -> str | None:
         try:
-            row = self._reader().execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+            row = self._fetch(f"SELECT version_num FROM {VERSION_TABLE}", one=True)
         except psycopg.errors.UndefinedTable:
             return None
         return None if row is None else str(row[0])
 
     def epoch(self) -> str:
-        row = self._reader().execute(f"SELECT value FROM {META} WHERE key = 'epoch'").fetchone()
+        row = self._fetch(f"SELECT value FROM {META} WHERE key = 'epoch'", one=True)
         assert row is not None
         return str(row[0])
 
@@ -133,24 +139,19 @@ class PostgresBackend:
         )
 
     def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
-        cur = self._reader().execute(
-            select_sql(stream, run_id, "%s", SETTLED), select_params(after, stream, run_id, limit)
-        )
-        return [Event(*r) for r in cur.fetchall()]
+        sql = select_sql(stream, run_id, "%s", SETTLED)
+        rows = self._fetch(sql, select_params(after, stream, run_id, limit))
+        return [Event(*r) for r in rows]
 
     def last_seq(self, stream: str | None) -> int:
         params = () if stream is None else (stream,)
-        row = (
-            self._reader()
-            .execute(last_seq_sql(stream, "%s", "GREATEST", SETTLED), params)
-            .fetchone()
-        )
+        row = self._fetch(last_seq_sql(stream, "%s", "GREATEST", SETTLED), params, one=True)
         assert row is not None
         return int(row[0])
 
     def latest(self, query: Latest) -> Event | None:
         sql, params = query.sql("%s")
-        row = self._reader().execute(sql, params).fetchone()
+        row = self._fetch(sql, params, one=True)
         return None if row is None else row_to_event(row)
 
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
@@ -179,7 +180,7 @@ class PostgresBackend:
         return deleted
 
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
-        conn = self._connect()
+        conn = self._connect(shared=False)
         try:
             conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
             while not stop():
@@ -220,6 +221,7 @@ class Announcer:
         self._pending.set()
 
     def _run(self) -> None:
+        conn: psycopg.Connection[Any] | None = None
         try:
             conn = self._connect()
             # A notification needs no durability: not waiting for its WAL flush keeps
@@ -235,6 +237,9 @@ class Announcer:
         except Exception:
             if not self._stopped:
                 logger.exception("announcing commits failed; other processes fall back to polling")
+        finally:
+            if conn is not None:
+                conn.close()
 
     def stop(self) -> None:
         self._stopped = True

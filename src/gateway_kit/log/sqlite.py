@@ -74,7 +74,7 @@ class SQLiteBackend:
                     raise
                 time.sleep(0.02)
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, shared: bool = True) -> sqlite3.Connection:
         conn = sqlite3.connect(
             self._target,
             uri=self._uri,
@@ -84,7 +84,8 @@ class SQLiteBackend:
         )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-        return self._connections.add(conn)
+        # A connection only its own thread uses (watcher, announcer) is closed by that thread.
+        return self._connections.add(conn) if shared else conn
 
     def _reader(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -92,18 +93,23 @@ class SQLiteBackend:
             conn = self._local.conn = self._connect()
         return conn
 
+    def _fetch(self, sql: str, params: Sequence[Any] = (), *, one: bool = False) -> Any:
+        with self._connections.in_use():
+            cur = self._reader().execute(sql, params)
+            return cur.fetchone() if one else cur.fetchall()
+
     def engine(self) -> sa.Engine:
         return sqlite_engine(self._target, uri=self._uri)
 
     def version(self) -> str | None:
         try:
-            row = self._reader().execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+            row = self._fetch(f"SELECT version_num FROM {VERSION_TABLE}", one=True)
         except sqlite3.OperationalError:
             return None
         return None if row is None else str(row[0])
 
     def epoch(self) -> str:
-        row = self._reader().execute(f"SELECT value FROM {META} WHERE key = 'epoch'").fetchone()
+        row = self._fetch(f"SELECT value FROM {META} WHERE key = 'epoch'", one=True)
         return str(row[0])
 
     def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]:
@@ -140,18 +146,16 @@ class SQLiteBackend:
         return [Event(*r) for r in rows]
 
     def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
-        cur = self._reader().execute(
-            select_sql(stream, run_id, "?"), select_params(after, stream, run_id, limit)
-        )
-        return [Event(*r) for r in cur.fetchall()]
+        sql = select_sql(stream, run_id, "?")
+        return [Event(*r) for r in self._fetch(sql, select_params(after, stream, run_id, limit))]
 
     def last_seq(self, stream: str | None) -> int:
         params = () if stream is None else (stream,)
-        return int(self._reader().execute(last_seq_sql(stream, "?", "MAX"), params).fetchone()[0])
+        return int(self._fetch(last_seq_sql(stream, "?", "MAX"), params, one=True)[0])
 
     def latest(self, query: Latest) -> Event | None:
         sql, params = query.sql("?")
-        row = self._reader().execute(sql, params).fetchone()
+        row = self._fetch(sql, params, one=True)
         return None if row is None else row_to_event(row)
 
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
@@ -182,7 +186,7 @@ class SQLiteBackend:
         return deleted
 
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
-        conn = self._connect()
+        conn = self._connect(shared=False)
         try:
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             while not stop():
