@@ -47,6 +47,7 @@ CLOSE_WAIT_SECONDS = 10.0
 
 class Closable(Protocol):
     def close(self) -> None: ...
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
 
 
 C = TypeVar("C", bound=Closable)
@@ -65,6 +66,7 @@ class Connections(Generic[C]):
         self._open: list[C] = []
         self._users = 0
         self._closed = False
+        self._local = threading.local()
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[None]:
@@ -81,6 +83,17 @@ class Connections(Generic[C]):
                 self._users -= 1
                 if not self._users:
                     self._idle.notify_all()
+
+    def fetch(
+        self, connect: Callable[[], C], sql: str, params: Sequence[Any] = (), *, one: bool = False
+    ) -> Any:
+        """Run a query on this thread's reader connection (opened with `connect` when needed)."""
+        with self.in_use():
+            conn: C | None = getattr(self._local, "conn", None)
+            if conn is None or getattr(conn, "closed", False):
+                conn = self._local.conn = connect()
+            cur = conn.execute(sql, params)
+            return cur.fetchone() if one else cur.fetchall()
 
     def add(self, conn: C) -> C:
         with self._lock:

@@ -63,7 +63,6 @@ class PostgresBackend:
     def __init__(self, url: str) -> None:
         self._url = url
         self._conninfo = conninfo(url)
-        self._local = threading.local()
         self._connections: Connections[psycopg.Connection[Any]] = Connections()
         self._writer = self._connect()
         self._announcer = Announcer(lambda: self._connect(shared=False))
@@ -74,16 +73,8 @@ class PostgresBackend:
         # A connection only its own thread uses (watcher, announcer) is closed by that thread.
         return self._connections.add(conn) if shared else conn
 
-    def _reader(self) -> psycopg.Connection[Any]:
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
-            conn = self._local.conn = self._connect()
-        return conn
-
     def _fetch(self, sql: str, params: Sequence[Any] = (), *, one: bool = False) -> Any:
-        with self._connections.in_use():
-            cur = self._reader().execute(sql, params)
-            return cur.fetchone() if one else cur.fetchall()
+        return self._connections.fetch(self._connect, sql, params, one=one)
 
     def engine(self) -> sa.Engine:
         return postgres_engine(self._url)

@@ -8,7 +8,6 @@ SQLite's single write lock already makes rowid order equal commit order, so a re
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -53,7 +52,6 @@ class SQLiteBackend:
             self._target = database
             self._uri = False
         self._synchronous = synchronous
-        self._local = threading.local()
         self._connections: Connections[sqlite3.Connection] = Connections()
         # The first connection also keeps a shared in-memory database alive.
         self._writer = self._connect()
@@ -87,16 +85,8 @@ class SQLiteBackend:
         # A connection only its own thread uses (watcher, announcer) is closed by that thread.
         return self._connections.add(conn) if shared else conn
 
-    def _reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = self._connect()
-        return conn
-
     def _fetch(self, sql: str, params: Sequence[Any] = (), *, one: bool = False) -> Any:
-        with self._connections.in_use():
-            cur = self._reader().execute(sql, params)
-            return cur.fetchone() if one else cur.fetchall()
+        return self._connections.fetch(self._connect, sql, params, one=one)
 
     def engine(self) -> sa.Engine:
         return sqlite_engine(self._target, uri=self._uri)
