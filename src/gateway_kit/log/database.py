@@ -18,17 +18,22 @@ SQLITE_BUSY_TIMEOUT_MS = 60_000
 
 def sqlite_engine(target: str, *, uri: bool) -> sa.Engine:
     def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        return conn
+        return sqlite3.connect(target, uri=uri, check_same_thread=False)
 
     engine = sa.create_engine("sqlite://", creator=connect, poolclass=sa.NullPool)
-    use_immediate_transactions(engine)
+    configure_sqlite(engine)
     return engine
 
 
-def use_immediate_transactions(engine: sa.Engine) -> None:
-    """SQLite: open every transaction as a writer, so read-then-write never deadlocks on upgrade."""
+def configure_sqlite(engine: sa.Engine) -> None:
+    """Let SQLAlchemy, not the sqlite3 module, open transactions, and open them as writers
+    (``BEGIN IMMEDIATE``): DDL is then transactional, and read-then-write never deadlocks on
+    upgrading its lock; another writer waits up to the busy timeout."""
+
+    @event.listens_for(engine, "connect")
+    def _autocommit_driver(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
 
     @event.listens_for(engine, "begin")
     def _begin_immediate(conn: sa.Connection) -> None:

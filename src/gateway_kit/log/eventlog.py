@@ -191,27 +191,9 @@ class EventLog:
         self._check_open()
         return self._backend.latest(query)
 
-    async def alatest(
-        self,
-        stream: str | None = None,
-        *,
-        run_id: str | None = None,
-        after: int = 0,
-        upstream_only: bool = False,
-        upstream_event_id: str | None = None,
-        upto: int | None = None,
-    ) -> Event | None:
-        return await asyncio.to_thread(
-            functools.partial(
-                self.latest,
-                stream,
-                run_id=run_id,
-                after=after,
-                upstream_only=upstream_only,
-                upstream_event_id=upstream_event_id,
-                upto=upto,
-            )
-        )
+    async def alatest(self, stream: str | None = None, **fields: Any) -> Event | None:
+        """The async twin of `latest`, taking the same keyword arguments."""
+        return await asyncio.to_thread(functools.partial(self.latest, stream, **fields))
 
     async def tail(
         self,

@@ -10,11 +10,10 @@ from __future__ import annotations
 import logging
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event
 
+from .database import configure_sqlite
 from .schema import HEAD_REVISION, MIGRATION_LOCK_KEY, VERSION_TABLE
 
 logger = logging.getLogger("gateway_kit.log")
@@ -34,17 +33,7 @@ def migrations_path() -> Path:
 def make_engine(url: str) -> sa.Engine:
     engine = sa.create_engine(url, poolclass=sa.NullPool)
     if engine.dialect.name == "sqlite":
-        # Let SQLAlchemy, not the sqlite3 module, open transactions, and open them as writers,
-        # so that DDL is transactional and a concurrent migrator waits for this one.
-        @event.listens_for(engine, "connect")
-        def _autocommit_driver(dbapi_conn: Any, _record: Any) -> None:
-            dbapi_conn.isolation_level = None
-            dbapi_conn.execute("PRAGMA busy_timeout = 60000")
-
-        @event.listens_for(engine, "begin")
-        def _begin_immediate(conn: sa.Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
+        configure_sqlite(engine)  # transactional DDL; a concurrent migrator waits for this one
     return engine
 
 
