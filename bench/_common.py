@@ -60,21 +60,34 @@ def rate(events: int, seconds: float) -> float:
     return events / seconds if seconds > 0 else float("inf")
 
 
-def print_table(title: str, cases: Sequence[Case], ours: str, theirs: str) -> None:
+def print_table(
+    title: str,
+    cases: Sequence[Case],
+    ours: str,
+    theirs: str,
+    *,
+    unit: str = "",
+    percent: bool = False,
+) -> None:
+    """Medians of both sides (in `unit`), the median per-round ratio, the goal;
+    ratios and goals as percentages (`percent`) or as plain factors."""
+
+    def ratio_text(value: float) -> str:
+        return f"{value:.1%}" if percent else f"{value:.2f}"
+
     header = (
-        f"{'case':<44} {ours + ' ev/s':>16} {theirs + ' ev/s':>16} "
-        f"{'ratio':>7} {'min-max':>11} {'goal':>6}  result"
+        f"{'case':<48} {ours:>14} {theirs:>14} {'ratio':>8} {'min-max':>13} {'goal':>7}  result"
     )
-    print(f"\n{title}")
+    print(f"\n{title}  ({unit})" if unit else f"\n{title}")
     print(header)
     print("-" * len(header))
     for case in cases:
         spread = f"{min(case.ratios):.2f}-{max(case.ratios):.2f}"
-        goal = "-" if case.goal is None else f"{case.goal:.0%}"
+        goal = "-" if case.goal is None else f">={ratio_text(case.goal)}"
         print(
-            f"{case.name:<44} {statistics.median(case.ours):>16,.0f} "
-            f"{statistics.median(case.theirs):>16,.0f} {case.ratio:>7.1%} {spread:>11} "
-            f"{goal:>6}  {case.verdict}"
+            f"{case.name:<48} {statistics.median(case.ours):>14,.1f} "
+            f"{statistics.median(case.theirs):>14,.1f} {ratio_text(case.ratio):>8} "
+            f"{spread:>13} {goal:>7}  {case.verdict}"
         )
         for note in case.notes:
             print(f"{'':<4}{note}")

@@ -15,7 +15,6 @@ import resource
 import select
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -204,25 +203,3 @@ class Clients:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-
-
-def print_cases(
-    title: str, cases: Sequence[Case], ours: str, theirs: str, unit: str, scale: float = 1.0
-) -> None:
-    """Medians of both sides (times `scale`, in `unit`), the median per-round ratio, the goal."""
-    header = (
-        f"{'case':<48} {ours:>14} {theirs:>14} {'ratio':>8} {'min-max':>13} {'goal':>7}  result"
-    )
-    print(f"\n{title}  ({unit})" if unit else f"\n{title}")
-    print(header)
-    print("-" * len(header))
-    for case in cases:
-        spread = f"{min(case.ratios):.2f}-{max(case.ratios):.2f}"
-        goal = "-" if case.goal is None else f">={case.goal:.2f}"
-        print(
-            f"{case.name:<48} {statistics.median(case.ours) * scale:>14,.1f} "
-            f"{statistics.median(case.theirs) * scale:>14,.1f} {case.ratio:>8.2f} "
-            f"{spread:>13} {goal:>7}  {case.verdict}"
-        )
-        for note in case.notes:
-            print(f"{'':<4}{note}")

@@ -234,6 +234,8 @@ def main() -> None:
         [single, concurrent, same_batch, many, replay],
         "gateway_kit",
         "raw",
+        unit="events/s",
+        percent=True,
     )
 
 

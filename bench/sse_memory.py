@@ -19,7 +19,7 @@ import argparse
 import statistics
 import time
 
-from _common import INFO, MISS, PASS, STREAM
+from _common import INFO, MISS, PASS, STREAM, print_table
 from _harness import (
     HOST,
     NOFILE,
@@ -28,7 +28,6 @@ from _harness import (
     Server,
     Workdir,
     machine_load,
-    print_cases,
     raise_open_files,
     server_stack,
 )
@@ -131,7 +130,7 @@ def main() -> None:
             f"{LABELS[kind]:<16} {median:>9.1f} {f'{min(values):.1f}-{max(values):.1f}':>13} "
             f"{goal:>8}  {result}"
         )
-    print_cases("Relative", [versus], "gateway_kit", "peer", "KiB per connection")
+    print_table("Relative", [versus], "gateway_kit", "peer", unit="KiB per connection")
 
     print(f"\nAt the end: {machine_load()}")
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from _common import STREAM, TYPE, payload
+from _common import STREAM, TYPE, payload, print_table
 from _harness import (
     USER,
     Clients,
@@ -35,7 +35,6 @@ from _harness import (
     Workdir,
     machine_load,
     percentile,
-    print_cases,
     raise_open_files,
     server_stack,
 )
@@ -220,12 +219,12 @@ def main() -> None:
     )
     p99_vs_peer.notes.append("goal: gateway_kit p99 at or below sse-starlette's")
     p50_vs_legacy.notes.append("goal: gateway_kit p50 at least 10x below the legacy poll's")
-    print_cases(
+    print_table(
         "Goals (ratio = their latency / gateway_kit's)",
         [p99_vs_peer, p50_vs_legacy, p50_vs_peer, p99_vs_legacy],
         "gateway_kit",
         "other",
-        "ms",
+        unit="ms",
     )
 
     print(f"\nAt the end: {machine_load()}")

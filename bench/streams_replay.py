@@ -24,8 +24,8 @@ import time
 from collections.abc import AsyncIterator
 
 import httpx
-from _common import STREAM, Case
-from _harness import Server, Workdir, machine_load, print_cases, server_stack
+from _common import STREAM, Case, print_table
+from _harness import Server, Workdir, machine_load, server_stack
 from httpx_sse import aconnect_sse
 
 from gateway_kit import EventLog
@@ -143,12 +143,12 @@ def main() -> None:
         # CPU time is steadier than wall time on a busy machine: it shows the server's own cost.
         per_event = statistics.median(cpu[kind][1:])
         case.notes.append(f"{kind} server CPU: {per_event:.1f} us per event replayed")
-    print_cases(
+    print_table(
         "Replay over SSE (ratio = first / second)",
         [vs_peer, vs_memory, peer_vs_memory],
         "first",
         "second",
-        "events/s",
+        unit="events/s",
     )
 
     print(f"\nAt the end: {machine_load()}")

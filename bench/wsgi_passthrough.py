@@ -27,14 +27,13 @@ import subprocess
 import time
 from typing import Any
 
-from _common import Case
+from _common import Case, print_table
 from _harness import (
     Clients,
     LowerIsBetter,
     Server,
     Workdir,
     machine_load,
-    print_cases,
     server_stack,
 )
 
@@ -191,7 +190,7 @@ def main() -> None:
         f"{added / per_request:.2%} of the {per_request:,.0f} us a request costs the bare server"
     )
     cases = [rps, cpu, together]
-    print_cases("Pass-through (ratio: Gateway's advantage)", cases, "Gateway", "bare", "")
+    print_table("Pass-through (ratio: Gateway's advantage)", cases, "Gateway", "bare")
     print(f"\nAt the end: {machine_load()}")
 
 
