@@ -7,7 +7,12 @@ import sys
 import threading
 import time
 
+import psycopg
+import pytest
+
 from gateway_kit import Event, EventLog
+from gateway_kit.log import postgres
+from gateway_kit.log.schema import NOTIFY_CHANNEL
 
 APPEND_SCRIPT = """
 import sys
@@ -160,3 +165,20 @@ def test_closing_the_log_ends_idle_tails(log_url: str) -> None:
 
     error = asyncio.run(main())
     assert type(error).__name__ == "LogClosed"
+
+
+def test_closing_a_postgresql_log_announces_its_last_appends(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that appends and exits at once must still wake the other processes' tails."""
+    monkeypatch.setattr(postgres, "ANNOUNCE_INTERVAL", 0.3)  # its pause after each NOTIFY
+    listener = psycopg.connect(postgres.conninfo(pg_url), autocommit=True)
+    try:
+        listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        with EventLog(pg_url) as writer:
+            writer.append("s", "First")
+            assert len(list(listener.notifies(timeout=5.0, stop_after=1))) == 1
+            writer.append("s", "Last")  # during the pause: due with the next NOTIFY
+        assert len(list(listener.notifies(timeout=5.0, stop_after=1))) == 1
+    finally:
+        listener.close()

@@ -50,6 +50,7 @@ LISTEN_TIMEOUT = 1.0  # seconds; how often the listener checks whether it should
 # At most one NOTIFY per this many seconds and process: each is a commit that takes a
 # database-wide lock, and at one per append they cost appends a quarter of their throughput.
 ANNOUNCE_INTERVAL = 0.005
+STOP_TIMEOUT = 5.0  # seconds closing the log waits for the last NOTIFY
 
 
 def conninfo(url: str) -> str:
@@ -191,12 +192,14 @@ class Announcer:
     Inside the append it would take PostgreSQL's database-wide notify lock, held through the
     commit's flush, and keep appends of different processes from sharing a flush. Here, from a
     connection of its own, commits coalesce into one NOTIFY every few milliseconds at most; a
-    tail that missed one still re-reads on its idle timeout.
+    tail that missed one still re-reads on its idle timeout. Stopping sends what is still due,
+    so the last appends of a process that exits are announced too.
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
         self._connect = connect
         self._pending = threading.Event()
+        self._due = False  # commits not yet announced
         self._stopped = False
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -209,6 +212,7 @@ class Announcer:
                         target=self._run, name="gateway-kit-log-announcer", daemon=True
                     )
                     self._thread.start()
+        self._due = True
         self._pending.set()
 
     def _run(self) -> None:
@@ -220,18 +224,23 @@ class Announcer:
             conn.execute("SET synchronous_commit = off")
             while True:
                 self._pending.wait()
+                self._pending.clear()
+                if self._due:  # read after clear(): a commit after this read sets it again
+                    self._due = False
+                    conn.execute("SELECT pg_notify(%s, '')", (NOTIFY_CHANNEL,))
                 if self._stopped:
                     return
-                self._pending.clear()
-                conn.execute("SELECT pg_notify(%s, '')", (NOTIFY_CHANNEL,))
                 time.sleep(ANNOUNCE_INTERVAL)  # commits meanwhile share the next NOTIFY
         except Exception:
-            if not self._stopped:
-                logger.exception("announcing commits failed; other processes fall back to polling")
+            logger.exception("announcing commits failed; other processes fall back to polling")
         finally:
             if conn is not None:
                 conn.close()
 
     def stop(self) -> None:
-        self._stopped = True
+        with self._start_lock:
+            self._stopped = True
+            thread = self._thread
         self._pending.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(STOP_TIMEOUT)
