@@ -181,3 +181,24 @@ def test_concurrent_appends_share_transactions(
     assert sum(batch_sizes) == 80
     assert len(batch_sizes) < 40  # far fewer transactions than appends
     assert max(batch_sizes) > 1
+
+
+def test_commit_listeners_hear_this_process_commits_where_reads_see_them_at_once(
+    log: EventLog,
+) -> None:
+    heard: list[tuple[int, list[int]]] = []
+    remove = log.add_commit_listener(
+        lambda token, events: heard.append((token, [e.seq for e in events]))
+    )
+    first = log.append("s", "T")
+    batch = log.append_many([{"stream": "s", "type": "T"}, {"stream": "t", "type": "T"}])
+    remove()
+    log.append("s", "T")
+    if log.url.startswith("sqlite"):
+        # The token is the change token the commit set, so a tail can tell what it was told.
+        assert [seqs for _, seqs in heard] == [[first.seq], [e.seq for e in batch]]
+        assert heard[1][0] == heard[0][0] + 1
+        assert heard[1][0] <= log.change_token
+    else:
+        # PostgreSQL readers keep to settled rows, which a fresh commit may not be yet.
+        assert heard == []

@@ -32,6 +32,71 @@ def test_many_subscribers_share_one_live_reader(log: EventLog, gateway: Gateway)
     asyncio.run(main())
 
 
+def test_appends_of_this_process_reach_subscribers_without_reading_the_log(
+    sqlite_url: str,
+) -> None:
+    """On SQLite a commit is readable at once, so the fan-out takes it from the commit."""
+    log = EventLog(sqlite_url)
+    gateway = Gateway(None, log=log)
+
+    async def main() -> None:
+        requests = [Request(gateway, PATH).start() for _ in range(3)]
+        await log.aappend("conv", "Message", {"n": 0})
+        await asyncio.gather(*(r.wait_events(1) for r in requests))
+        hub = gateway.streams.state().hub
+        reads_before = hub.reads
+        for n in range(1, 41):
+            await log.aappend("conv", "Message", {"n": n})
+            await asyncio.gather(*(r.wait_events(n + 1) for r in requests))
+        # Only the log's cross-process watcher (a data_version check every 0.2 s) still
+        # causes reads; handed-off commits cause none.
+        assert hub.reads - reads_before < 10
+        for r in requests:
+            r.disconnect()
+        await asyncio.gather(*(r.finished() for r in requests))
+        assert all([e["data"]["n"] for e in r.events] == list(range(41)) for r in requests)
+
+    try:
+        asyncio.run(main())
+    finally:
+        log.close()
+
+
+def test_commits_handed_off_and_commits_read_from_the_log_interleave_exactly_once(
+    log: EventLog, gateway: Gateway
+) -> None:
+    """Appends of this process race appends that only a read can find (another process's)."""
+    other = EventLog(log.url)  # its commits are not handed to this process's fan-out
+    per_writer = 150
+
+    async def main() -> None:
+        requests = [Request(gateway, PATH).start() for _ in range(2)]
+        log.append("conv", "Start")
+        await asyncio.gather(*(r.wait_events(1) for r in requests))
+
+        def write(source: EventLog, name: str) -> None:
+            for i in range(per_writer):
+                source.append("conv", name, {"i": i})
+
+        await asyncio.gather(
+            asyncio.to_thread(write, log, "Here"),
+            asyncio.to_thread(write, other, "Elsewhere"),
+        )
+        await asyncio.gather(*(r.wait_events(1 + 2 * per_writer) for r in requests))
+        for r in requests:
+            r.disconnect()
+        await asyncio.gather(*(r.finished() for r in requests))
+        everything = [e.seq for e in log.read(0, "conv", limit=1000)]
+        assert len(everything) == 1 + 2 * per_writer
+        for r in requests:
+            assert [e["seq"] for e in r.events] == everything
+
+    try:
+        asyncio.run(main())
+    finally:
+        other.close()
+
+
 def test_a_client_that_stops_reading_is_cut_off_and_the_others_carry_on(
     log: EventLog, make_gateway: MakeGateway
 ) -> None:

@@ -25,6 +25,9 @@ class Backend(Protocol):
     """
 
     dialect: str
+    # Whether every read sees a commit as soon as it returns (False where readers keep to
+    # settled rows, which a fresh commit may not be yet).
+    commits_readable_at_once: bool
 
     def engine(self) -> sa.Engine: ...
     def version(self) -> str | None: ...

@@ -70,6 +70,7 @@ class EventLog:
         self._write_lock = threading.Lock()
         self._group: GroupCommit[NewEvent, Event] = GroupCommit(self._commit, self._write_lock)
         self._notifier = Notifier()
+        self._commit_listeners: tuple[Callable[[int, list[Event]], None], ...] = ()
         self._closed = False
         self._engine: sa.Engine | None = None
         self._watcher: threading.Thread | None = None
@@ -132,8 +133,46 @@ class EventLog:
 
     def _commit(self, batch: list[NewEvent]) -> list[Event]:
         events = self._backend.insert(batch, time.time())
-        self._notifier.notify()  # after commit: readers only ever see durable events
+        # After commit: readers only ever see durable events.
+        listeners = self._commit_listeners
+        if not listeners:
+            self._notifier.notify()
+            return events
+
+        def tell(token: int) -> None:
+            for listener in listeners:
+                try:
+                    listener(token, events)
+                except Exception:  # the events are committed: the append itself succeeded
+                    logger.exception("a commit listener failed")
+
+        self._notifier.notify(tell)
         return events
+
+    def add_commit_listener(
+        self, listener: Callable[[int, list[Event]], None]
+    ) -> Callable[[], None]:
+        """Call `listener(token, events)` with the events of each commit this process makes.
+
+        `token` is the `change_token` this commit sets. The listener runs in the committing
+        thread, after the commit and before tails are woken, while the next group commit
+        waits: it must only hand the events on (to an event loop, say).
+        Commits of other processes are not reported; tails and reads see those. Nor is
+        anything reported on a backend whose readers may not see a commit at once (PostgreSQL
+        delivers only settled rows): there a reader could not yet find what a listener was
+        told. Returns a function that removes the listener.
+        """
+        if not self._backend.commits_readable_at_once:
+            return lambda: None
+        with self._watcher_lock:
+            self._commit_listeners += (listener,)
+
+        def remove() -> None:
+            with self._watcher_lock:
+                others = (x for x in self._commit_listeners if x is not listener)
+                self._commit_listeners = tuple(others)
+
+        return remove
 
     # --- reading -------------------------------------------------------------------------
 

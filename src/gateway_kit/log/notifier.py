@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Callable
 
 
 class Notifier:
@@ -26,11 +27,15 @@ class Notifier:
     def waiting(self) -> int:
         return len(self._waiters)
 
-    def notify(self) -> None:
+    def notify(self, before_waking: Callable[[int], None] | None = None) -> None:
+        """Move the version on and wake every waiter; `before_waking(version)` runs first."""
         with self._cond:
             self._version += 1
+            version = self._version
             self._cond.notify_all()
             waiters, self._waiters = self._waiters, set()
+        if before_waking is not None:
+            before_waking(version)
         for loop, future in waiters:
             with contextlib.suppress(RuntimeError):  # that loop is already closed
                 loop.call_soon_threadsafe(_wake, future)

@@ -60,6 +60,7 @@ def conninfo(url: str) -> str:
 
 class PostgresBackend:
     dialect = "postgresql"
+    commits_readable_at_once = False
 
     def __init__(self, url: str) -> None:
         self._url = url

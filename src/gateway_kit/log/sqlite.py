@@ -40,6 +40,7 @@ INSERT_SQL = (
 
 class SQLiteBackend:
     dialect = "sqlite"
+    commits_readable_at_once = True
 
     def __init__(self, url: str, *, synchronous: str = "FULL") -> None:
         parsed = make_url(url)

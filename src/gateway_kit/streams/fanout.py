@@ -5,6 +5,10 @@ builds its SSE frame once, and offers it to the subscribers of its stream (or of
 never waits for a subscriber: a full queue ends that subscription (the client reconnects with
 its cursor), and the others carry on.
 
+Events this process commits are handed to the reader straight from the commit, without a
+read, when they directly follow what it has handed out; anything else (other processes'
+commits, a hand-off that arrives out of turn) the reader reads from the log as before.
+
 A subscriber registers *before* it replays: `Subscription.high_water` is the last seq the reader
 had handed out at that moment, so everything up to it is in the log for the replay and
 everything after it arrives in the queue. The subscriber drops queued seqs it already sent.
@@ -80,6 +84,8 @@ class Hub:
         self._count = 0
         self._task: asyncio.Task[None] | None = None
         self._starting: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handed_token = -1  # the change token of the last commit handed off
 
     def __len__(self) -> int:
         return self._count
@@ -97,6 +103,7 @@ class Hub:
                 self._starting = asyncio.ensure_future(self._fetch_cursor())
             await asyncio.shield(self._starting)
             if self._task is None:
+                self._loop = asyncio.get_running_loop()
                 self._task = asyncio.create_task(self._run(), name="gateway-kit-fanout")
         # No await from here on: the reader cannot hand out an event between reading the
         # cursor and registering, and it sees this subscriber before it can decide to stop.
@@ -127,6 +134,7 @@ class Hub:
 
     async def _run(self) -> None:
         failures = 0
+        stop_listening = self.log.add_commit_listener(self._committed)
         try:
             while self._count:
                 seen = self.log.change_token  # before reading, so no commit slips between
@@ -143,12 +151,36 @@ class Hub:
                     continue
                 failures = 0
                 self.reads += 1
-                if events:
+                if events and events[-1].seq > self.cursor:  # else all handed off meanwhile
                     await self._dispatch(events)
                     continue
-                await self.log.wait_for_change(seen, self.log.idle_recheck)
+                await self._wait_for_news(seen)
         finally:
+            stop_listening()
             self._task = None
+
+    async def _wait_for_news(self, seen: int) -> None:
+        """Wait for a change the log must be read for: not one already handed off."""
+        while True:
+            await self.log.wait_for_change(seen, self.log.idle_recheck)
+            token = self.log.change_token
+            # Exactly one change since `seen`, and it was a commit handed off: nothing to read.
+            if token != seen + 1 or token != self._handed_token:
+                return
+            seen = token
+
+    def _committed(self, token: int, events: list[Event]) -> None:
+        """In the committing thread: pass this process's new events to the loop."""
+        loop = self._loop
+        if loop is not None and len(events) <= self.queue_size // 2:
+            with contextlib.suppress(RuntimeError):  # the loop is closed
+                loop.call_soon_threadsafe(self._hand_off, token, events)
+
+    def _hand_off(self, token: int, events: list[Event]) -> None:
+        # Only the very next events: handing out anything after a gap would skip the gap.
+        if self._task is not None and events[0].seq == self.cursor + 1:
+            self._dispatch_slice(events)
+            self._handed_token = token
 
     async def _dispatch(self, events: list[Event]) -> None:
         """Hand events out in slices smaller than a queue, letting subscribers write between.
@@ -163,6 +195,10 @@ class Hub:
             self._dispatch_slice(events[start : start + step])
 
     def _dispatch_slice(self, events: list[Event]) -> None:
+        if events[0].seq <= self.cursor:  # a hand-off came between a read and its dispatch
+            events = [e for e in events if e.seq > self.cursor]
+            if not events:
+                return
         overflowed: list[Subscription] = []
         for event in events:
             by_stream = self._subs.get(("stream", event.stream))
