@@ -1,11 +1,17 @@
 """The SSE response of one client: replay from the log, then live events from the fan-out.
 
 Four tasks race in one group, and the first to finish cancels the others: *produce* (replay,
-then the subscription's queue), *ping* (a ``: ping`` comment every ``ping_interval``), *watch
-disconnect* (``receive()`` until ``http.disconnect``) and *watch stop* (the fan-out dropped this
-client for being too slow, or the server is stopping). A lock keeps a ping from being written
-while a data chunk is, and every write has a timeout: a client that stops reading is cut off.
-``OSError`` or a timeout while writing means the client is gone.
+then the subscription's queue), *ping and watch writes* (a ``: ping`` comment every
+``ping_interval``, and a check that no write has been waiting longer than ``send_timeout``),
+*watch disconnect* (``receive()`` until ``http.disconnect``) and *watch stop* (the fan-out
+dropped this client for being too slow, or the server is stopping). A client that stops reading
+is thus cut off. ``OSError`` or a timeout while writing means the client is gone.
+
+Data writes carry no timer of their own: with a hundred subscribers, one timer per event and
+client would be a tenth of the cost of delivering it. The watcher looks at the write in
+progress a few times per ``send_timeout`` instead, so a stuck write is noticed between one and
+one and a quarter ``send_timeout`` after it began. A ping is skipped while a data write is in
+progress (the client is not idle), and a ping's own write has a timeout.
 
 Replay sends each page read from the log as one body chunk (hundreds of frames per write), and
 reads the next page while the current one is being written.
@@ -77,12 +83,12 @@ class EventStreamResponder:
         self.options = options
         self.receive = receive
         self.send = send
-        self.lock = asyncio.Lock()
+        self.writing_since: float | None = None  # loop time the data write in progress began
 
     async def __call__(self) -> None:
         await self.send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         outcome = await race(
-            self.produce(), self.ping(), self.watch_disconnect(), self.watch_stop()
+            self.produce(), self.ping_and_watch_writes(), self.watch_disconnect(), self.watch_stop()
         )
         if outcome == DISCONNECTED:
             return
@@ -93,12 +99,14 @@ class EventStreamResponder:
                 await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def write(self, body: bytes) -> None:
-        async with self.lock:
-            try:
-                async with asyncio.timeout(self.options.send_timeout):
-                    await self.send({"type": "http.response.body", "body": body, "more_body": True})
-            except (OSError, TimeoutError) as exc:
-                raise ClientGone from exc
+        """Write a data chunk; `ping_and_watch_writes` ends the response if it takes too long."""
+        self.writing_since = asyncio.get_running_loop().time()
+        try:
+            await self.send({"type": "http.response.body", "body": body, "more_body": True})
+        except OSError as exc:
+            raise ClientGone from exc
+        finally:
+            self.writing_since = None
 
     async def produce(self) -> str:
         src = self.source
@@ -163,10 +171,28 @@ class EventStreamResponder:
             page = await upcoming
         return last, False
 
-    async def ping(self) -> str:
+    async def ping_and_watch_writes(self) -> str:
+        loop = asyncio.get_running_loop()
+        ping_interval, send_timeout = self.options.ping_interval, self.options.send_timeout
+        tick = min(ping_interval, send_timeout / 4)
+        next_ping = loop.time() + ping_interval
         while True:
-            await asyncio.sleep(self.options.ping_interval)
-            await self.write(PING)
+            await asyncio.sleep(tick)
+            now = loop.time()
+            began = self.writing_since
+            if began is not None:
+                if now - began >= send_timeout:
+                    raise ClientGone("a write took longer than the send timeout")
+                continue  # data is being written: no ping needed
+            if now >= next_ping:
+                next_ping = now + ping_interval
+                try:
+                    async with asyncio.timeout(send_timeout):
+                        await self.send(
+                            {"type": "http.response.body", "body": PING, "more_body": True}
+                        )
+                except (OSError, TimeoutError) as exc:
+                    raise ClientGone from exc
 
     async def watch_disconnect(self) -> str:
         while True:
