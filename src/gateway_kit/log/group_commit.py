@@ -31,7 +31,8 @@ class _Request(Generic[In, Out]):
         self.done = False
         self.result: list[Out] = []
         self.error: BaseException | None = None
-        self.wake = threading.Event()  # set when done, or when this request is to lead
+        # Set when done, or when this request is to lead; only a request that waits has one.
+        self.wake: threading.Event | None = None
 
 
 class GroupCommit(Generic[In, Out]):
@@ -56,8 +57,10 @@ class GroupCommit(Generic[In, Out]):
                 self._grown.notify()
             lead = not self._leading
             self._leading = True
-        try:
             if not lead:
+                request.wake = threading.Event()  # under the mutex: before a leader sees it
+        try:
+            if request.wake is not None:
                 request.wake.wait()
             if not request.done:  # this request leads the next transaction
                 self._lead()
@@ -81,8 +84,9 @@ class GroupCommit(Generic[In, Out]):
                 successor = self._queue[0] if self._queue else None
                 self._leading = successor is not None
             for request in batch:
-                request.wake.set()
-            if successor is not None:
+                if request.wake is not None:
+                    request.wake.set()
+            if successor is not None and successor.wake is not None:
                 successor.wake.set()  # not done: it leads
 
     def _linger(self) -> None:
