@@ -174,6 +174,7 @@ def test_closing_a_postgresql_log_announces_its_last_appends(
     monkeypatch.setattr(postgres, "ANNOUNCE_INTERVAL", 0.3)  # its pause after each NOTIFY
     listener = psycopg.connect(postgres.conninfo(pg_url), autocommit=True)
     try:
+        listener.execute(postgres.LISTENING_SQL)  # as a tail's watcher does
         listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
         with EventLog(pg_url) as writer:
             writer.append("s", "First")
@@ -182,3 +183,31 @@ def test_closing_a_postgresql_log_announces_its_last_appends(
         assert len(list(listener.notifies(timeout=5.0, stop_after=1))) == 1
     finally:
         listener.close()
+
+
+def test_no_notify_is_sent_while_no_process_listens_to_the_log(pg_url: str) -> None:
+    eavesdropper = psycopg.connect(postgres.conninfo(pg_url), autocommit=True)
+    try:
+        eavesdropper.execute(f"LISTEN {NOTIFY_CHANNEL}")  # without the listeners' lock
+        with EventLog(pg_url) as writer:
+            writer.append("s", "Unheard")
+            assert list(eavesdropper.notifies(timeout=0.3)) == []
+            with EventLog(pg_url) as tailing:
+                tailing._start_watcher()  # a tail that found nothing to read listens
+                deadline = time.monotonic() + 10
+                while not listeners(eavesdropper) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                # The writer found nobody listening a moment ago; it looks again soon.
+                writer.append("s", "Heard")
+                assert len(list(eavesdropper.notifies(timeout=5.0, stop_after=1))) == 1
+    finally:
+        eavesdropper.close()
+
+
+def listeners(conn: psycopg.Connection[object]) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' "
+        "AND classid = %s AND objid = hashtext(current_schema())::oid",
+        (postgres.LISTENER_LOCK_CLASS,),
+    ).fetchone()
+    return 0 if row is None else int(row[0])

@@ -17,7 +17,6 @@ import contextlib
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,7 +36,15 @@ from .backend import (
 )
 from .database import postgres_engine
 from .event import TERMINAL_TYPES, Event, NewEvent
-from .schema import APPEND_LOCK_CLASS, COLUMNS, EVENTS, META, NOTIFY_CHANNEL, VERSION_TABLE
+from .schema import (
+    APPEND_LOCK_CLASS,
+    COLUMNS,
+    EVENTS,
+    LISTENER_LOCK_CLASS,
+    META,
+    NOTIFY_CHANNEL,
+    VERSION_TABLE,
+)
 
 logger = logging.getLogger("gateway_kit.log")
 
@@ -46,10 +53,17 @@ logger = logging.getLogger("gateway_kit.log")
 SETTLED = "xid < pg_snapshot_xmin(pg_current_snapshot())"
 APPEND_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append(%s::json, %s)"
 APPEND_ONE_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append_one(%s, %s, %s, %s, %s, %s)"
+LISTENING_SQL = f"SELECT pg_advisory_lock_shared({LISTENER_LOCK_CLASS}, hashtext(current_schema()))"
+# One round trip either way; the exclusive lock lasts only this statement.
+NOTIFY_IF_LISTENED_SQL = (
+    f"SELECT pg_notify('{NOTIFY_CHANNEL}', '') "
+    f"WHERE NOT pg_try_advisory_xact_lock({LISTENER_LOCK_CLASS}, hashtext(current_schema()))"
+)
 LISTEN_TIMEOUT = 1.0  # seconds; how often the listener checks whether it should stop
 # At most one NOTIFY per this many seconds and process: each is a commit that takes a
 # database-wide lock, and at one per append they cost appends a quarter of their throughput.
 ANNOUNCE_INTERVAL = 0.005
+QUIET_INTERVAL = 0.1  # seconds before looking again for listeners after finding none
 STOP_TIMEOUT = 5.0  # seconds closing the log waits for the last NOTIFY
 
 
@@ -178,6 +192,8 @@ class PostgresBackend:
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
         conn = self._connect(shared=False)
         try:
+            # Before LISTEN: a writer that finds no holder of this lock sends no NOTIFY.
+            conn.execute(LISTENING_SQL)
             conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
             while not stop():
                 for _ in conn.notifies(timeout=LISTEN_TIMEOUT, stop_after=1):
@@ -198,12 +214,22 @@ class Announcer:
     connection of its own, commits coalesce into one NOTIFY every few milliseconds at most; a
     tail that missed one still re-reads on its idle timeout. Stopping sends what is still due,
     so the last appends of a process that exits are announced too.
+
+    A NOTIFY is a transaction of its own with a transaction id and a commit record, so none is
+    sent while no process listens to this log: listeners hold a shared advisory lock, and the
+    announcer's exclusive try-lock on it succeeds only when there is none. Listeners take the
+    lock before they LISTEN, so a commit left unannounced came before every current listener
+    listened: no NOTIFY could have reached them anyway. After finding no listener the announcer
+    looks again only after `QUIET_INTERVAL`: a process that starts listening may wait that
+    long for its first notification, and a process nobody listens to spends one statement per
+    `QUIET_INTERVAL` on it rather than one per `ANNOUNCE_INTERVAL`.
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
         self._connect = connect
         self._pending = threading.Event()
         self._due = False  # commits not yet announced
+        self._stopping = threading.Event()  # cuts a pause short
         self._stopped = False
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -229,12 +255,14 @@ class Announcer:
             while True:
                 self._pending.wait()
                 self._pending.clear()
+                pause = ANNOUNCE_INTERVAL
                 if self._due:  # read after clear(): a commit after this read sets it again
                     self._due = False
-                    conn.execute("SELECT pg_notify(%s, '')", (NOTIFY_CHANNEL,))
+                    if conn.execute(NOTIFY_IF_LISTENED_SQL).fetchone() is None:
+                        pause = QUIET_INTERVAL  # nobody listens
                 if self._stopped:
                     return
-                time.sleep(ANNOUNCE_INTERVAL)  # commits meanwhile share the next NOTIFY
+                self._stopping.wait(pause)  # commits meanwhile share the next NOTIFY
         except Exception:
             logger.exception("announcing commits failed; other processes fall back to polling")
         finally:
@@ -246,5 +274,6 @@ class Announcer:
             self._stopped = True
             thread = self._thread
         self._pending.set()
+        self._stopping.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join(STOP_TIMEOUT)

@@ -16,6 +16,9 @@ ADVISORY_LOCK_KEY = 0x676B_6C6F67
 # appends also lock (STREAM_LOCK_CLASS, hashtext(stream)) for each stream they write.
 APPEND_LOCK_CLASS = 0x676B
 STREAM_LOCK_CLASS = 0x6773
+# Every process listening for the log's commits holds (LISTENER_LOCK_CLASS,
+# hashtext(current_schema())) shared, so that writers can tell whether anyone listens at all.
+LISTENER_LOCK_CLASS = 0x676C
 NOTIFY_CHANNEL = "gateway_kit_events"
 MIGRATION_LOCK_KEY = 0x676B_6D6967
 
