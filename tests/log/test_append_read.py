@@ -202,3 +202,34 @@ def test_commit_listeners_hear_this_process_commits_where_reads_see_them_at_once
     else:
         # PostgreSQL readers keep to settled rows, which a fresh commit may not be yet.
         assert heard == []
+
+
+def test_two_logs_on_one_database_alternating_on_one_stream_keep_pos_gapless(
+    log: EventLog,
+) -> None:
+    """Each writer must notice the other's appends (another process, in production)."""
+    other = EventLog(log.url)
+    try:
+        written = []
+        for i in range(30):
+            writer = log if i % 3 else other  # runs of two on one side, then one on the other
+            written.append(writer.append("shared", "T", {"i": i}))
+        written += other.append_many([{"stream": "shared", "type": "T"}] * 2)
+        written.append(log.append("shared", "T"))
+    finally:
+        other.close()
+    assert [e.pos for e in written] == list(range(1, 34))
+    assert [e.seq for e in log.read(0, "shared")] == [e.seq for e in written]
+
+
+def test_pos_after_retention_is_what_a_fresh_process_would_assign(log: EventLog) -> None:
+    log.append("s", "Message", run_id="old")
+    log.append("s", "Finish", run_id="old")
+    assert log.prune(older_than=0) == 2
+    after = log.append("s", "Message", run_id="new")
+    fresh = EventLog(log.url)
+    try:
+        also = fresh.append("s", "Message", run_id="new")
+    finally:
+        fresh.close()
+    assert also.pos == after.pos + 1

@@ -243,7 +243,8 @@ class Announcer:
                     )
                     self._thread.start()
         self._due = True
-        self._pending.set()
+        if not self._pending.is_set():  # set() takes a lock; most appends find it set
+            self._pending.set()
 
     def _run(self) -> None:
         conn: psycopg.Connection[Any] | None = None

@@ -38,6 +38,9 @@ INSERT_SQL = (
 )
 
 
+MAX_KNOWN_HEADS = 10_000  # streams whose head pos the writer remembers between commits
+
+
 class SQLiteBackend:
     dialect = "sqlite"
     commits_readable_at_once = True
@@ -56,6 +59,12 @@ class SQLiteBackend:
         self._connections: Connections[sqlite3.Connection] = Connections()
         # The first connection also keeps a shared in-memory database alive.
         self._writer = self._connect()
+        # What the writer last wrote: the log's last seq and each stream's head pos. They stay
+        # true while no other connection commits, which PRAGMA data_version tells: it moves
+        # only for commits of other connections (other processes, the tables beside the log).
+        self._written_at: int | None = None  # data_version when they were last true
+        self._last_seq = 0
+        self._heads: dict[str, int] = {}
         self._enable_wal()
 
     def _enable_wal(self) -> None:
@@ -107,11 +116,15 @@ class SQLiteBackend:
         conn = self._writer
         conn.execute("BEGIN IMMEDIATE")
         try:
-            row = conn.execute(
-                "SELECT seq FROM sqlite_sequence WHERE name = ?", (EVENTS,)
-            ).fetchone()
-            seq = 0 if row is None else int(row[0])
-            heads: dict[str, int] = {}
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._written_at:
+                self._forget_written()
+                row = conn.execute(
+                    "SELECT seq FROM sqlite_sequence WHERE name = ?", (EVENTS,)
+                ).fetchone()
+                self._last_seq = 0 if row is None else int(row[0])
+            heads = self._heads
+            seq = self._last_seq
             rows: list[tuple[Any, ...]] = []
             for item in batch:
                 pos = heads.get(item.stream)
@@ -131,10 +144,18 @@ class SQLiteBackend:
             conn.executemany(INSERT_SQL, rows)
             conn.execute("COMMIT")
         except BaseException:
+            self._forget_written()  # heads may hold positions that were never committed
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._last_seq, self._written_at = seq, version
+        if len(heads) > MAX_KNOWN_HEADS:
+            heads.clear()
         return [Event(*r) for r in rows]
+
+    def _forget_written(self) -> None:
+        self._written_at = None
+        self._heads = {}
 
     def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
         sql = select_sql(stream, run_id, "?")
@@ -151,6 +172,7 @@ class SQLiteBackend:
 
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
         conn = self._writer
+        self._forget_written()  # a stream may lose its head row
         terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
         conn.execute("BEGIN IMMEDIATE")
         try:
