@@ -68,7 +68,8 @@ class Gateway:
         the number of parameters) and raises `TypeError` when it cannot tell.
     :param wsgi_workers: threads serving the WSGI app; each request holds one while it runs.
     :param ping_interval: seconds between ``: ping`` comments on an SSE stream.
-    :param send_timeout: seconds one write to a client may take before it is disconnected.
+    :param send_timeout: seconds one write to a client may take before it is disconnected
+        (noticed within a quarter of that again).
     :param queue_size: live events one SSE client may have waiting before it is disconnected
         (it then resumes by cursor; the others never wait for it).
     :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
