@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -233,3 +234,26 @@ def test_pos_after_retention_is_what_a_fresh_process_would_assign(log: EventLog)
     finally:
         fresh.close()
     assert also.pos == after.pos + 1
+
+
+@pytest.mark.parametrize("url", ["sqlite:///:memory:", "sqlite://"])
+def test_an_in_memory_log_works_and_is_its_own(url: str) -> None:
+    """For tests and demos: each EventLog on an in-memory URL has a database of its own."""
+    with EventLog(url) as first, EventLog(url) as second:
+        written = first.append("s", "Message", {"n": 1})
+        assert first.read(0) == [written]
+        assert second.read(0) == []
+        assert first.epoch != second.epoch
+
+        async def tail_one() -> Event:
+            async for event in first.tail(after=written.seq):
+                return event
+            raise AssertionError("the tail ended")
+
+        async def main() -> Event:
+            task = asyncio.create_task(tail_one())
+            await asyncio.sleep(0.05)
+            await first.aappend("s", "Message", {"n": 2})
+            return await asyncio.wait_for(task, 10)
+
+        assert asyncio.run(main()).data == {"n": 2}

@@ -62,7 +62,13 @@ class EventLog:
                         f"the log at {url} is not at revision {HEAD_REVISION}: "
                         "run `gateway-kit db upgrade`"
                     )
-                migrate.upgrade(url)
+                # Through the backend's own engine: an in-memory SQLite database exists only
+                # for the connections the backend opens.
+                engine = self._backend.engine()
+                try:
+                    migrate.upgrade(engine)
+                finally:
+                    engine.dispose()
             self.epoch: str = self._backend.epoch()
         except BaseException:
             self._backend.close()

@@ -44,14 +44,15 @@ def current_revision(conn: sa.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
-def upgrade(url: str, revision: str = "head") -> str | None:
-    """Bring the database at `url` to `revision`; returns the revision it was at before."""
+def upgrade(target: str | sa.Engine, revision: str = "head") -> str | None:
+    """Bring the database at `target` (a URL, or an engine the caller disposes of) to
+    `revision`; returns the revision it was at before."""
     from alembic import command
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(migrations_path()))
-    engine = make_engine(url)
+    engine = make_engine(target) if isinstance(target, str) else target
     try:
         with engine.connect() as conn:
             if conn.dialect.name == "postgresql":
@@ -72,4 +73,5 @@ def upgrade(url: str, revision: str = "head") -> str | None:
                     conn.commit()
         return before
     finally:
-        engine.dispose()
+        if isinstance(target, str):
+            engine.dispose()
