@@ -68,6 +68,10 @@ async def sse_subscriber(
             connected()
             async for sse in source.aiter_sse():
                 now = time.time()
+                if not sse.data:
+                    # A ": ping" comment: httpx-sse yields the blank line after it as an empty
+                    # event once a Last-Event-ID has been seen.
+                    continue
                 if tally.take(json.loads(sse.data)["data"], now, seen):
                     break
     finally:
