@@ -151,3 +151,15 @@ class Request:
 
     def json(self) -> Any:
         return json.loads(bytes(self.body))
+
+
+async def wait_all(requests: list[Request], count: int) -> None:
+    """Until every request has received `count` events."""
+    await asyncio.gather(*(r.wait_events(count) for r in requests))
+
+
+async def hang_up_all(requests: list[Request]) -> None:
+    """Disconnect every client and wait until the app has returned for each."""
+    for r in requests:
+        r.disconnect()
+    await asyncio.gather(*(r.finished() for r in requests))

@@ -6,7 +6,7 @@ import asyncio
 
 from gateway_kit import EventLog, Gateway
 
-from .asgi_driver import Request
+from .asgi_driver import Request, hang_up_all, wait_all
 from .conftest import MakeGateway
 
 PATH = "/gateway/streams/conv/events"
@@ -16,19 +16,17 @@ def test_many_subscribers_share_one_live_reader(log: EventLog, gateway: Gateway)
     async def main() -> None:
         requests = [Request(gateway, PATH).start() for _ in range(100)]
         log.append("conv", "Message", {"n": 0})
-        await asyncio.gather(*(r.wait_events(1) for r in requests))
+        await wait_all(requests, 1)
         hub = gateway.streams.state().hub
         reads_before = hub.reads
         for n in range(1, 4):
             await log.aappend("conv", "Message", {"n": n})
-            await asyncio.gather(*(r.wait_events(n + 1) for r in requests))
+            await wait_all(requests, n + 1)
         # Reads per wake-up for the whole process, not per subscriber (that would be 300).
         # On PostgreSQL an append wakes the reader twice (its own commit, then the NOTIFY
         # coming back), and a read may meet a row not yet settled and need one more.
         assert hub.reads - reads_before <= 3 * 4
-        for r in requests:
-            r.disconnect()
-        await asyncio.gather(*(r.finished() for r in requests))
+        await hang_up_all(requests)
         assert all([e["seq"] for e in r.events] == [1, 2, 3, 4] for r in requests)
 
     asyncio.run(main())
@@ -44,18 +42,16 @@ def test_appends_of_this_process_reach_subscribers_without_reading_the_log(
     async def main() -> None:
         requests = [Request(gateway, PATH).start() for _ in range(3)]
         await log.aappend("conv", "Message", {"n": 0})
-        await asyncio.gather(*(r.wait_events(1) for r in requests))
+        await wait_all(requests, 1)
         hub = gateway.streams.state().hub
         reads_before = hub.reads
         for n in range(1, 41):
             await log.aappend("conv", "Message", {"n": n})
-            await asyncio.gather(*(r.wait_events(n + 1) for r in requests))
+            await wait_all(requests, n + 1)
         # Only the log's cross-process watcher (a data_version check every 0.2 s) still
         # causes reads; handed-off commits cause none.
         assert hub.reads - reads_before < 10
-        for r in requests:
-            r.disconnect()
-        await asyncio.gather(*(r.finished() for r in requests))
+        await hang_up_all(requests)
         assert all([e["data"]["n"] for e in r.events] == list(range(41)) for r in requests)
 
     try:
@@ -74,7 +70,7 @@ def test_commits_handed_off_and_commits_read_from_the_log_interleave_exactly_onc
     async def main() -> None:
         requests = [Request(gateway, PATH).start() for _ in range(2)]
         log.append("conv", "Start")
-        await asyncio.gather(*(r.wait_events(1) for r in requests))
+        await wait_all(requests, 1)
 
         def write(source: EventLog, name: str) -> None:
             for i in range(per_writer):
@@ -84,10 +80,8 @@ def test_commits_handed_off_and_commits_read_from_the_log_interleave_exactly_onc
             asyncio.to_thread(write, log, "Here"),
             asyncio.to_thread(write, other, "Elsewhere"),
         )
-        await asyncio.gather(*(r.wait_events(1 + 2 * per_writer) for r in requests))
-        for r in requests:
-            r.disconnect()
-        await asyncio.gather(*(r.finished() for r in requests))
+        await wait_all(requests, 1 + 2 * per_writer)
+        await hang_up_all(requests)
         everything = [e.seq for e in log.read(0, "conv", limit=1000)]
         assert len(everything) == 1 + 2 * per_writer
         for r in requests:
@@ -156,7 +150,7 @@ def test_close_streams_ends_open_streams_and_refuses_new_ones(
 
     async def main() -> None:
         requests = [Request(gateway, PATH).start() for _ in range(3)]
-        await asyncio.gather(*(r.wait_events(1) for r in requests))
+        await wait_all(requests, 1)
         gateway.close_streams()
         await asyncio.gather(*(r.finished() for r in requests))
         assert all(r.complete for r in requests)  # a clean end: the client reconnects
