@@ -87,16 +87,19 @@ LOCK_XID_SQL = "SELECT o_seq, o_pos FROM bench_lock_xid_append(%s, %s, %s, %s, %
 # the ordering lock. NOTIFY takes an xid and a database-wide lock held through its own commit
 # flush, so one per append is costly; a notifier coalescing them off the append path would not be.
 NOTIFY_AFTER_SQL = "SELECT pg_notify('bench_events', %s::text)"
-READ_SEQ_SQL = "SELECT seq FROM {table} WHERE seq > %s ORDER BY seq LIMIT %s"
+# Every reader fetches whole events, as gateway_kit's `log.read` does: the same work on the
+# reading side (it shares the machine with the writers), and seq comes first.
+EVENT_COLUMNS = "stream, pos, run_id, type, data, upstream_event_id, created_at"
+READ_SEQ_SQL = f"SELECT seq, {EVENT_COLUMNS} FROM {{table}} WHERE seq > %s ORDER BY seq LIMIT %s"
 # Rows of transactions below the horizon are final: every transaction older than the oldest one
 # in progress has ended, so no row can appear there later. Read in (xid, seq) order.
 READ_HORIZON_SQL = (
-    "SELECT seq, xid::text FROM {table} "
+    f"SELECT seq, xid::text, {EVENT_COLUMNS} FROM {{table}} "
     "WHERE (xid, seq) > (%s::xid8, %s) AND xid < pg_snapshot_xmin(pg_current_snapshot()) "
     "ORDER BY xid, seq LIMIT %s"
 )
 READ_HORIZON_SEQ_SQL = (
-    "SELECT seq FROM {table} "
+    f"SELECT seq, {EVENT_COLUMNS} FROM {{table}} "
     "WHERE seq > %s AND xid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY seq LIMIT %s"
 )
 
