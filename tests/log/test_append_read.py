@@ -223,17 +223,21 @@ def test_two_logs_on_one_database_alternating_on_one_stream_keep_pos_gapless(
     assert [e.seq for e in log.read(0, "shared")] == [e.seq for e in written]
 
 
-def test_pos_after_retention_is_what_a_fresh_process_would_assign(log: EventLog) -> None:
+def test_retention_that_empties_a_stream_never_lets_its_pos_start_again(log: EventLog) -> None:
+    """A client that saw pos 1 and 2 must never be sent a different event at pos 1 or 2."""
     log.append("s", "Message", run_id="old")
     log.append("s", "Finish", run_id="old")
     assert log.prune(older_than=0) == 2
     after = log.append("s", "Message", run_id="new")
-    fresh = EventLog(log.url)
+    fresh = EventLog(log.url)  # another process, which never saw the stream's events
     try:
         also = fresh.append("s", "Message", run_id="new")
     finally:
         fresh.close()
-    assert also.pos == after.pos + 1
+    assert (after.pos, also.pos) == (3, 4)
+    log.append("s", "Finish", run_id="new")
+    assert log.prune(older_than=0) == 3  # the head recorded again, now higher
+    assert log.append_many([{"stream": "s", "type": "T"}, {"stream": "t", "type": "T"}])[0].pos == 6
 
 
 @pytest.mark.parametrize("url", ["sqlite:///:memory:", "sqlite://"])

@@ -8,6 +8,7 @@ import venv
 from pathlib import Path
 
 import sqlalchemy as sa
+from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
@@ -105,3 +106,25 @@ def test_wheel_carries_the_migrations(tmp_path: Path) -> None:
     assert str(env_dir) in located.stdout
     with EventLog(url) as log:
         assert log.append("s", "T").seq == 1
+
+
+def test_the_newest_revision_goes_down_and_up_again_with_the_events_kept(log_url: str) -> None:
+    with EventLog(log_url) as log:
+        log.append("s", "Message", run_id="r")
+        log.append("s", "Finish", run_id="r")
+    engine = sa.create_engine(log_url, poolclass=sa.NullPool)
+    config = Config()
+    config.set_main_option("script_location", str(migrate.migrations_path()))
+    previous = ScriptDirectory.from_config(config).get_revision(HEAD_REVISION).down_revision
+    try:
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, str(previous))
+        with engine.connect() as conn:
+            assert "gateway_kit_stream_heads" not in sa.inspect(conn).get_table_names()
+        # Opening the log upgrades it again; its events and positions carry on.
+        with EventLog(log_url) as log:
+            assert log.prune(older_than=0) == 2
+            assert log.append("s", "Message").pos == 3
+    finally:
+        engine.dispose()

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from ..exceptions import LogClosed
 from .event import Event, NewEvent
-from .schema import COLUMNS, EVENTS, META
+from .schema import COLUMNS, EVENTS, META, STREAM_HEADS
 
 Row = Sequence[Any]
 
@@ -191,6 +191,16 @@ RECORD_PRUNED_SQL = (
     f"INSERT INTO {META} (key, value) SELECT '{PRUNED_SEQ_KEY}', CAST(MAX(seq) AS TEXT) "
     f"FROM {EVENTS} WHERE true ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 )
+
+
+def record_heads_sql(placeholder: str, greatest: str) -> str:
+    """Remember the head pos of the streams of one run, before its events are deleted."""
+    return (
+        f"INSERT INTO {STREAM_HEADS} (stream, head) "
+        f"SELECT stream, MAX(pos) FROM {EVENTS} WHERE run_id = {placeholder} GROUP BY stream "
+        f"ON CONFLICT (stream) DO UPDATE "
+        f"SET head = {greatest}({STREAM_HEADS}.head, excluded.head)"
+    )
 
 
 def prunable_runs_sql(placeholder: str, terminal: str) -> str:

@@ -30,6 +30,7 @@ from .backend import (
     Latest,
     last_seq_sql,
     prunable_runs_sql,
+    record_heads_sql,
     row_to_event,
     select_params,
     select_sql,
@@ -185,6 +186,7 @@ class PostgresBackend:
                         f"SELECT {COLUMNS} FROM {EVENTS} WHERE run_id = %s ORDER BY seq", (run_id,)
                     ).fetchall()
                     archive([row_to_event(r) for r in rows])
+                self._writer.execute(record_heads_sql("%s", "GREATEST"), (run_id,))
                 cur = self._writer.execute(f"DELETE FROM {EVENTS} WHERE run_id = %s", (run_id,))
                 deleted += cur.rowcount
         return deleted

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 EVENTS = "gateway_kit_events"
 META = "gateway_kit_meta"
+# Each stream's head pos as retention last saw it: where pos goes on once a stream's events
+# are all deleted (so that no pos is handed out twice in a stream).
+STREAM_HEADS = "gateway_kit_stream_heads"
 VERSION_TABLE = "gateway_kit_alembic_version"
 # The newest migration: a log whose version table says otherwise is upgraded on open.
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 
 COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 

@@ -22,13 +22,14 @@ from .backend import (
     Latest,
     last_seq_sql,
     prunable_runs_sql,
+    record_heads_sql,
     row_to_event,
     select_params,
     select_sql,
 )
 from .database import sqlite_engine
 from .event import TERMINAL_TYPES, Event, NewEvent
-from .schema import COLUMNS, EVENTS, META, VERSION_TABLE
+from .schema import COLUMNS, EVENTS, META, STREAM_HEADS, VERSION_TABLE
 
 BUSY_TIMEOUT_MS = 60_000
 WATCH_INTERVAL = 0.2  # seconds between data_version checks while someone is tailing
@@ -38,6 +39,12 @@ INSERT_SQL = (
 )
 
 
+# A stream's head pos: its newest event's, else what retention recorded, else 0.
+HEAD_POS_SQL = (
+    f"SELECT COALESCE((SELECT pos FROM {EVENTS} WHERE stream = ? ORDER BY seq DESC LIMIT 1), "
+    f"(SELECT head FROM {STREAM_HEADS} WHERE stream = ?), 0)"
+)
+RECORD_HEADS_SQL = record_heads_sql("?", "max")
 MAX_KNOWN_HEADS = 10_000  # streams whose head pos the writer remembers between commits
 
 
@@ -129,11 +136,7 @@ class SQLiteBackend:
             for item in batch:
                 pos = heads.get(item.stream)
                 if pos is None:
-                    pos = conn.execute(
-                        f"SELECT pos FROM {EVENTS} WHERE stream = ? ORDER BY seq DESC LIMIT 1",
-                        (item.stream,),
-                    ).fetchone()
-                    pos = 0 if pos is None else int(pos[0])
+                    pos = int(conn.execute(HEAD_POS_SQL, (item.stream, item.stream)).fetchone()[0])
                 seq += 1
                 pos += 1
                 heads[item.stream] = pos
@@ -188,6 +191,7 @@ class SQLiteBackend:
                         f"SELECT {COLUMNS} FROM {EVENTS} WHERE run_id = ? ORDER BY seq", (run_id,)
                     ).fetchall()
                     archive([row_to_event(r) for r in rows])
+                conn.execute(RECORD_HEADS_SQL, (run_id,))
                 deleted += conn.execute(
                     f"DELETE FROM {EVENTS} WHERE run_id = ?", (run_id,)
                 ).rowcount
