@@ -295,7 +295,8 @@ class EventLog:
 
         A stream with an active run is never touched. `archive`, if given, receives each run's
         events before they are deleted, in the same transaction: if it raises, nothing is
-        deleted. seq values are never reused afterwards. Returns how many events were deleted.
+        deleted. Neither seq values nor a stream's positions are ever reused afterwards.
+        Returns how many events were deleted.
         """
         age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
         if age < 0:
