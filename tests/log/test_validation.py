@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import types
 from typing import Any
 
 import pytest
@@ -83,3 +84,10 @@ def test_closed_log_refuses_work(log_url: str) -> None:
     with pytest.raises(LogClosed):
         event_log.read()
     event_log.close()  # closing twice is harmless
+
+
+def test_any_mapping_is_taken_as_data(log: EventLog) -> None:
+    frozen = types.MappingProxyType({"text": "hi"})
+    one = log.append("s", "Message", frozen)
+    many = log.append_many([{"stream": "s", "type": "Message", "data": frozen}])
+    assert one.data == many[0].data == {"text": "hi"}

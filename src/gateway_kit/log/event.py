@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
@@ -156,6 +157,8 @@ def prepare(
     checked_type = _check_name("type", type, optional=False)
     if data is None:
         data = {}
+    elif isinstance(data, Mapping) and not isinstance(data, dict):
+        data = dict(data)
     if not isinstance(data, dict):
         raise InvalidEvent(f"data must be a JSON object (dict), got {type_name(data)}")
     try:

@@ -92,10 +92,14 @@ class EventLog:
         run_id: str | None = None,
         upstream_event_id: str | None = None,
     ) -> Event:
-        item = self._prepare(
-            dict(stream=stream, type=type, data=data, run_id=run_id,
-                 upstream_event_id=upstream_event_id)
-        )  # fmt: skip
+        item = prepare(
+            stream=stream,
+            type=type,
+            data=data,
+            run_id=run_id,
+            upstream_event_id=upstream_event_id,
+            max_payload_bytes=self.max_payload_bytes,
+        )
         return self._submit([item])[0]
 
     def append_many(self, events: Iterable[Mapping[str, Any]]) -> list[Event]:
@@ -127,7 +131,7 @@ class EventLog:
         return prepare(
             stream=fields.get("stream"),
             type=fields.get("type"),
-            data=dict(data) if isinstance(data, Mapping) else data,
+            data=data,
             run_id=fields.get("run_id"),
             upstream_event_id=fields.get("upstream_event_id"),
             max_payload_bytes=self.max_payload_bytes,
