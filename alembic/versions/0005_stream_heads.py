@@ -1,10 +1,12 @@
 """Stream heads outlive retention: pos is never handed out twice in a stream.
 
-An append's pos is one past the stream's newest event. Once retention had deleted every event
-of a stream, its next append started again at pos 1, and a client that had seen the old
-positions could take the new events for ones it already had. Retention now records each
-stream's head pos in gateway_kit_stream_heads before deleting, and appends fall back to it
-when the stream has no events left.
+An append's pos was one past the stream's newest event. Once retention had deleted a stream's
+newest events (all of them, or all but older ones outside any run), its next appends handed out
+positions again, and a client that had seen them could take the new events for ones it already
+had. Retention now records each pruned run's head pos per stream in gateway_kit_stream_heads,
+and an append's pos is one past the larger of the newest event's and the recorded head (a
+primary-key lookup in a table that holds only streams retention has touched). Positions already
+handed out twice before this revision cannot be told apart afterwards.
 
 Revision ID: 0005
 Revises: 0004
@@ -27,16 +29,20 @@ depends_on = None
 # Revision 0004's two append functions, with the head lookup falling back to the recorded head.
 LOOKUPS = {
     "APPEND_FUNCTION": (
-        "WHERE ev.stream = s.stream ORDER BY ev.seq DESC LIMIT 1\n        ), 0) AS head",
-        "WHERE ev.stream = s.stream ORDER BY ev.seq DESC LIMIT 1\n        ), (\n"
+        "SELECT s.stream, COALESCE((",
+        "SELECT s.stream, GREATEST((\n"
         "            SELECT h.head FROM gateway_kit_stream_heads h WHERE h.stream = s.stream\n"
-        "        ), 0) AS head",
+        "        ), COALESCE((",
+        "WHERE ev.stream = s.stream ORDER BY ev.seq DESC LIMIT 1\n        ), 0) AS head",
+        "WHERE ev.stream = s.stream ORDER BY ev.seq DESC LIMIT 1\n        ), 0)) AS head",
     ),
     "APPEND_ONE_FUNCTION": (
-        "WHERE ev.stream = p_stream ORDER BY ev.seq DESC LIMIT 1\n    ), 0) + 1;",
-        "WHERE ev.stream = p_stream ORDER BY ev.seq DESC LIMIT 1\n    ), (\n"
+        "out_pos := COALESCE((",
+        "out_pos := GREATEST((\n"
         "        SELECT h.head FROM gateway_kit_stream_heads h WHERE h.stream = p_stream\n"
-        "    ), 0) + 1;",
+        "    ), COALESCE((",
+        "WHERE ev.stream = p_stream ORDER BY ev.seq DESC LIMIT 1\n    ), 0) + 1;",
+        "WHERE ev.stream = p_stream ORDER BY ev.seq DESC LIMIT 1\n    ), 0)) + 1;",
     ),
 }
 
@@ -58,13 +64,11 @@ def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
     for name, function in revision_0004_functions().items():
-        old, new = LOOKUPS[name]
-        assert function.count(old) == 1, f"revision 0004's {name} is not as expected"
-        op.execute(
-            function.replace(old, new).format(
-                lock_class=APPEND_LOCK_CLASS, stream_class=STREAM_LOCK_CLASS
-            )
-        )
+        edits = LOOKUPS[name]
+        for old, new in zip(edits[::2], edits[1::2], strict=True):
+            assert function.count(old) == 1, f"revision 0004's {name} is not as expected"
+            function = function.replace(old, new)
+        op.execute(function.format(lock_class=APPEND_LOCK_CLASS, stream_class=STREAM_LOCK_CLASS))
 
 
 def downgrade() -> None:

@@ -223,6 +223,26 @@ def test_two_logs_on_one_database_alternating_on_one_stream_keep_pos_gapless(
     assert [e.seq for e in log.read(0, "shared")] == [e.seq for e in written]
 
 
+def test_retention_of_a_stream_s_newest_events_never_hands_their_pos_out_again(
+    log: EventLog,
+) -> None:
+    """Events outside any run are kept; the run after them is deleted: pos goes on from 3."""
+    log.append("s", "Message")
+    log.append("s", "Message", run_id="r")
+    log.append("s", "Finish", run_id="r")
+    assert log.prune(older_than=0) == 2
+    assert [e.pos for e in log.read(0, "s")] == [1]
+    assert log.append("s", "Message").pos == 4
+    fresh = EventLog(log.url)
+    try:
+        assert (
+            fresh.append_many([{"stream": "s", "type": "T"}, {"stream": "s", "type": "T"}])[0].pos
+            == 5
+        )
+    finally:
+        fresh.close()
+
+
 def test_retention_that_empties_a_stream_never_lets_its_pos_start_again(log: EventLog) -> None:
     """A client that saw pos 1 and 2 must never be sent a different event at pos 1 or 2."""
     log.append("s", "Message", run_id="old")

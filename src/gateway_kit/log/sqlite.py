@@ -39,10 +39,11 @@ INSERT_SQL = (
 )
 
 
-# A stream's head pos: its newest event's, else what retention recorded, else 0.
+# A stream's head pos: its newest event's or, if retention deleted newer ones, what it recorded.
 HEAD_POS_SQL = (
-    f"SELECT COALESCE((SELECT pos FROM {EVENTS} WHERE stream = ? ORDER BY seq DESC LIMIT 1), "
-    f"(SELECT head FROM {STREAM_HEADS} WHERE stream = ?), 0)"
+    "SELECT max("
+    f"COALESCE((SELECT pos FROM {EVENTS} WHERE stream = ? ORDER BY seq DESC LIMIT 1), 0), "
+    f"COALESCE((SELECT head FROM {STREAM_HEADS} WHERE stream = ?), 0))"
 )
 RECORD_HEADS_SQL = record_heads_sql("?", "max")
 MAX_KNOWN_HEADS = 10_000  # streams whose head pos the writer remembers between commits
