@@ -258,12 +258,15 @@ class Announcer:
             while True:
                 self._pending.wait()
                 self._pending.clear()
+                # Read before _due: the log stops only after its last commit announced itself,
+                # so once stopping is seen here, _due below holds every commit there will be.
+                stopping = self._stopped
                 pause = ANNOUNCE_INTERVAL
                 if self._due:  # read after clear(): a commit after this read sets it again
                     self._due = False
                     if conn.execute(NOTIFY_IF_LISTENED_SQL).fetchone() is None:
                         pause = QUIET_INTERVAL  # nobody listens
-                if self._stopped:
+                if stopping:
                     return
                 self._stopping.wait(pause)  # commits meanwhile share the next NOTIFY
         except Exception:
