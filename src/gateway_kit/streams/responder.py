@@ -11,7 +11,8 @@ Data writes carry no timer of their own: with a hundred subscribers, one timer p
 client would be a tenth of the cost of delivering it. The watcher looks at the write in
 progress a few times per ``send_timeout`` instead, so a stuck write is noticed between one and
 one and a quarter ``send_timeout`` after it began. A ping is skipped while a data write is in
-progress (the client is not idle), and a ping's own write has a timeout.
+progress (the client is not idle), a data write waits for a ping being written, and a ping's own
+write has a timeout.
 
 Replay sends each page read from the log as one body chunk (hundreds of frames per write), and
 reads the next page while the current one is being written.
@@ -84,6 +85,7 @@ class EventStreamResponder:
         self.receive = receive
         self.send = send
         self.writing_since: float | None = None  # loop time the data write in progress began
+        self.pinging = asyncio.Lock()  # held while a ping is written: data waits for it
 
     async def __call__(self) -> None:
         await self.send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
@@ -100,6 +102,9 @@ class EventStreamResponder:
 
     async def write(self, body: bytes) -> None:
         """Write a data chunk; `ping_and_watch_writes` ends the response if it takes too long."""
+        if self.pinging.locked():  # one write at a time: ASGI does not promise more
+            async with self.pinging:
+                pass
         self.writing_since = asyncio.get_running_loop().time()
         try:
             await self.send({"type": "http.response.body", "body": body, "more_body": True})
@@ -187,7 +192,7 @@ class EventStreamResponder:
             if now >= next_ping:
                 next_ping = now + ping_interval
                 try:
-                    async with asyncio.timeout(send_timeout):
+                    async with self.pinging, asyncio.timeout(send_timeout):
                         await self.send(
                             {"type": "http.response.body", "body": PING, "more_body": True}
                         )
