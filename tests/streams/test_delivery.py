@@ -36,21 +36,22 @@ def test_appends_of_this_process_reach_subscribers_without_reading_the_log(
     sqlite_url: str,
 ) -> None:
     """On SQLite a commit is readable at once, so the fan-out takes it from the commit."""
-    log = EventLog(sqlite_url)
+    # No cross-process watcher and no idle re-check: any read left would be for the commits.
+    log = EventLog(sqlite_url, idle_recheck=600)
+    log._start_watcher = lambda: None  # type: ignore[method-assign]
     gateway = Gateway(None, log=log)
 
     async def main() -> None:
         requests = [Request(gateway, PATH).start() for _ in range(3)]
         await log.aappend("conv", "Message", {"n": 0})
         await wait_all(requests, 1)
+        await asyncio.sleep(0.3)  # the reader's first reads (it started with the clients) end
         hub = gateway.streams.state().hub
         reads_before = hub.reads
         for n in range(1, 41):
             await log.aappend("conv", "Message", {"n": n})
             await wait_all(requests, n + 1)
-        # Only the log's cross-process watcher (a data_version check every 0.2 s) still
-        # causes reads; handed-off commits cause none.
-        assert hub.reads - reads_before < 10
+        assert hub.reads - reads_before <= 1  # not one per commit
         await hang_up_all(requests)
         assert all([e["data"]["n"] for e in r.events] == list(range(41)) for r in requests)
 
@@ -91,6 +92,33 @@ def test_commits_handed_off_and_commits_read_from_the_log_interleave_exactly_onc
         asyncio.run(main())
     finally:
         other.close()
+
+
+def test_subscribers_that_join_while_commits_are_handed_off_miss_nothing(
+    log: EventLog, gateway: Gateway
+) -> None:
+    """Each newcomer replays what the fan-out has handed out, then takes the rest live."""
+    total = 300
+
+    async def main() -> None:
+        requests = [Request(gateway, PATH).start()]
+        writer = asyncio.create_task(
+            asyncio.to_thread(
+                lambda: [log.append("conv", "Message", {"i": i}) for i in range(total)]
+            )
+        )
+        while not writer.done():
+            await asyncio.sleep(0.002)
+            requests.append(Request(gateway, PATH).start())
+        await writer
+        await wait_all(requests, total)
+        await hang_up_all(requests)
+        everything = [e.seq for e in log.read(0, "conv", limit=1000)]
+        assert len(everything) == total and len(requests) > 10
+        for r in requests:
+            assert [e["seq"] for e in r.events] == everything
+
+    asyncio.run(main())
 
 
 def test_a_client_that_stops_reading_is_cut_off_and_the_others_carry_on(

@@ -83,7 +83,7 @@ class Hub:
         self._subs: dict[tuple[str, str], set[Subscription]] = {}
         self._count = 0
         self._task: asyncio.Task[None] | None = None
-        self._starting: asyncio.Future[None] | None = None
+        self._starting: asyncio.Future[int] | None = None  # the log's head, being fetched
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handed_token = -1  # the change token of the last commit handed off
 
@@ -99,12 +99,23 @@ class Hub:
     ) -> Subscription:
         key = ("run", run_id) if run_id is not None else ("stream", stream or "")
         if self._task is None:
-            if self._starting is None:
-                self._starting = asyncio.ensure_future(self._fetch_cursor())
-            await asyncio.shield(self._starting)
+            # Every subscriber arriving while the log's head is fetched waits for the same
+            # fetch; the first to resume starts the reader from it. A second fetch would move
+            # the cursor past events owed to subscribers registered at the first one.
+            if self._starting is None or self._starting.done():
+                self._starting = asyncio.ensure_future(self.log.alast_seq())
+            starting = self._starting
+            try:
+                head = await asyncio.shield(starting)
+            except Exception:
+                if self._starting is starting:
+                    self._starting = None
+                raise
             if self._task is None:
+                self.cursor = head
                 self._loop = asyncio.get_running_loop()
                 self._task = asyncio.create_task(self._run(), name="gateway-kit-fanout")
+                self._starting = None
         # No await from here on: the reader cannot hand out an event between reading the
         # cursor and registering, and it sees this subscriber before it can decide to stop.
         sub = Subscription(key, self.cursor, self.queue_size)
@@ -126,12 +137,6 @@ class Hub:
             sub.stop(reason)
             self.unsubscribe(sub)
 
-    async def _fetch_cursor(self) -> None:
-        try:
-            self.cursor = await self.log.alast_seq()
-        finally:
-            self._starting = None
-
     async def _run(self) -> None:
         failures = 0
         stop_listening = self.log.add_commit_listener(self._committed)
@@ -151,9 +156,10 @@ class Hub:
                     continue
                 failures = 0
                 self.reads += 1
-                if events and events[-1].seq > self.cursor:  # else all handed off meanwhile
-                    await self._dispatch(events)
-                    continue
+                if events:
+                    if events[-1].seq > self.cursor:  # else all handed off meanwhile
+                        await self._dispatch(events)
+                    continue  # a full page may have more behind it
                 await self._wait_for_news(seen)
         finally:
             stop_listening()
