@@ -231,15 +231,14 @@ class Announcer:
         self._connect = connect
         self._pending = threading.Event()
         self._due = False  # commits not yet announced
-        self._stopping = threading.Event()  # cuts a pause short
-        self._stopped = False
+        self._stopping = threading.Event()  # also cuts a pause short
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
     def announce(self) -> None:
         if self._thread is None:
             with self._start_lock:
-                if self._thread is None and not self._stopped:
+                if self._thread is None and not self._stopping.is_set():
                     self._thread = threading.Thread(
                         target=self._run, name="gateway-kit-log-announcer", daemon=True
                     )
@@ -260,7 +259,7 @@ class Announcer:
                 self._pending.clear()
                 # Read before _due: the log stops only after its last commit announced itself,
                 # so once stopping is seen here, _due below holds every commit there will be.
-                stopping = self._stopped
+                stopping = self._stopping.is_set()
                 pause = ANNOUNCE_INTERVAL
                 if self._due:  # read after clear(): a commit after this read sets it again
                     self._due = False
@@ -277,9 +276,8 @@ class Announcer:
 
     def stop(self) -> None:
         with self._start_lock:
-            self._stopped = True
+            self._stopping.set()
             thread = self._thread
         self._pending.set()
-        self._stopping.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join(STOP_TIMEOUT)
