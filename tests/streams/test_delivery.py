@@ -37,38 +37,34 @@ def test_appends_of_this_process_reach_subscribers_without_reading_the_log(
 ) -> None:
     """On SQLite a commit is readable at once, so the fan-out takes it from the commit."""
     # No cross-process watcher and no idle re-check: any read left would be for the commits.
-    log = EventLog(sqlite_url, idle_recheck=600)
-    log._start_watcher = lambda: None  # type: ignore[method-assign]
-    gateway = Gateway(None, log=log)
+    with EventLog(sqlite_url, idle_recheck=600) as log:
+        log._start_watcher = lambda: None  # type: ignore[method-assign]
+        gateway = Gateway(None, log=log)
 
-    async def main() -> None:
-        requests = [Request(gateway, PATH).start() for _ in range(3)]
-        await log.aappend("conv", "Message", {"n": 0})
-        await wait_all(requests, 1)
-        await asyncio.sleep(0.3)  # the reader's first reads (it started with the clients) end
-        hub = gateway.streams.state().hub
-        reads_before = hub.reads
-        for n in range(1, 41):
-            await log.aappend("conv", "Message", {"n": n})
-            await wait_all(requests, n + 1)
-        assert hub.reads - reads_before <= 1  # not one per commit
-        await hang_up_all(requests)
-        assert all([e["data"]["n"] for e in r.events] == list(range(41)) for r in requests)
+        async def main() -> None:
+            requests = [Request(gateway, PATH).start() for _ in range(3)]
+            await log.aappend("conv", "Message", {"n": 0})
+            await wait_all(requests, 1)
+            await asyncio.sleep(0.3)  # the reader's first reads (it started with them) end
+            hub = gateway.streams.state().hub
+            reads_before = hub.reads
+            for n in range(1, 41):
+                await log.aappend("conv", "Message", {"n": n})
+                await wait_all(requests, n + 1)
+            assert hub.reads - reads_before <= 1  # not one per commit
+            await hang_up_all(requests)
+            assert all([e["data"]["n"] for e in r.events] == list(range(41)) for r in requests)
 
-    try:
         asyncio.run(main())
-    finally:
-        log.close()
 
 
 def test_commits_handed_off_and_commits_read_from_the_log_interleave_exactly_once(
     log: EventLog, gateway: Gateway
 ) -> None:
     """Appends of this process race appends that only a read can find (another process's)."""
-    other = EventLog(log.url)  # its commits are not handed to this process's fan-out
     per_writer = 150
 
-    async def main() -> None:
+    async def main(other: EventLog) -> None:
         requests = [Request(gateway, PATH).start() for _ in range(2)]
         log.append("conv", "Start")
         await wait_all(requests, 1)
@@ -88,10 +84,8 @@ def test_commits_handed_off_and_commits_read_from_the_log_interleave_exactly_onc
         for r in requests:
             assert [e["seq"] for e in r.events] == everything
 
-    try:
-        asyncio.run(main())
-    finally:
-        other.close()
+    with EventLog(log.url) as other:  # its commits are not handed to this process's fan-out
+        asyncio.run(main(other))
 
 
 def test_subscribers_that_join_while_commits_are_handed_off_miss_nothing(
