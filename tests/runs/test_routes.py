@@ -13,7 +13,7 @@ import respx
 from gateway_kit import EventLog, Gateway, GooseUpstream
 from gateway_kit.testing import FakeGoose, Turn
 
-from ..upstream.harness import FAST, GOOSE_URL
+from ..upstream.harness import FAST, GOOSE_URL, until
 
 
 @asynccontextmanager
@@ -67,6 +67,13 @@ async def wait_status(client: httpx.AsyncClient, run_id: str, status: str) -> di
     raise AssertionError(f"run {run_id} never became {status}: {body}")
 
 
+async def start_run(client: httpx.AsyncClient, message: str, stream: str = "conv") -> str:
+    answer = await client.post(f"/gateway/streams/{stream}/runs", json={"message": message})
+    assert answer.status_code == 200, answer.text
+    run_id: str = answer.json()["run_id"]
+    return run_id
+
+
 def sse_events(text: str) -> list[dict[str, object]]:
     return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
 
@@ -94,18 +101,17 @@ def test_a_second_run_while_one_is_active_is_a_409(log_url: str) -> None:
         async with gateway_client(log_url, fake) as (client, gateway, _):
             release = asyncio.Event()
             bound_session(fake, gateway, Turn().text("x").pause(release), Turn().text("y"))
-            first = await client.post("/gateway/streams/conv/runs", json={"message": "one"})
-            assert first.status_code == 200
+            first = await start_run(client, "one")
             second = await client.post("/gateway/streams/conv/runs", json={"message": "two"})
             assert (second.status_code, second.json()["error"]) == (409, "run_active")
             assert len(fake.reply_calls) == 1  # goose never saw the refused run
-            other = await client.post("/gateway/streams/other/runs", json={"message": "ok"})
-            assert other.status_code == 200  # other conversations are not held up
+            await start_run(client, "ok", stream="other")  # other conversations not held up
             release.set()
-            await wait_status(client, first.json()["run_id"], "finished")
-            third = await client.post("/gateway/streams/conv/runs", json={"message": "three"})
-            assert third.status_code == 200
-            await wait_status(client, third.json()["run_id"], "finished")
+            await wait_status(client, first, "finished")
+            third = await start_run(client, "three")
+            await wait_status(client, third, "finished")
+
+    asyncio.run(main())
 
 
 def test_cancel_ends_the_run_when_goose_finishes_it(log_url: str) -> None:
@@ -113,9 +119,7 @@ def test_cancel_ends_the_run_when_goose_finishes_it(log_url: str) -> None:
         fake = FakeGoose(ping_interval=0.05)
         async with gateway_client(log_url, fake) as (client, gateway, log):
             bound_session(fake, gateway, Turn().text("working").hang())
-            run_id = (
-                await client.post("/gateway/streams/conv/runs", json={"message": "long job"})
-            ).json()["run_id"]
+            run_id = await start_run(client, "long job")
             busy = await client.post("/gateway/streams/conv/runs", json={"message": "more"})
             assert busy.status_code == 409
             cancelled = await client.post(f"/gateway/runs/{run_id}/cancel")
@@ -136,15 +140,13 @@ def test_a_phone_resuming_with_only_its_gateway_cursor_gets_finish(log_url: str)
         async with gateway_client(log_url, fake) as (client, gateway, log):
             release = asyncio.Event()
             bound_session(fake, gateway, Turn().text("first").pause(release).text("second"))
-            run_id = (
-                await client.post("/gateway/streams/conv/runs", json={"message": "go"})
-            ).json()["run_id"]
-            for _ in range(500):  # the phone saw events up to the first chunk, then locked
-                seen = [e for e in log.read(run_id=run_id) if e.type == "Message"]
-                if seen:
-                    break
-                await asyncio.sleep(0.02)
-            cursor = seen[-1].seq
+            run_id = await start_run(client, "go")
+
+            def messages() -> list[int]:
+                return [e.seq for e in log.read(run_id=run_id) if e.type == "Message"]
+
+            await until(messages)  # the phone saw events up to the first chunk, then locked
+            cursor = messages()[-1]
             release.set()
             await wait_status(client, run_id, "finished")
             resumed = await client.get(

@@ -33,6 +33,15 @@ FAST = PumpSettings(
 )
 
 
+async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    """Wait until `condition()` is true, checking every 20 ms; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
 @dataclass
 class Harness:
     log: EventLog
@@ -66,12 +75,8 @@ class Harness:
     def sent_headers(self) -> list[str | None]:
         return [call.last_event_id for call in self.fake.events_calls]
 
-    async def until(self, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError("condition not met in time")
-            await asyncio.sleep(0.02)
+    async def until(self, condition: Callable[[], object], timeout: float = 10.0) -> None:
+        await until(condition, timeout)
 
     async def finished(self, run: Run, timeout: float = 10.0) -> Run:
         await self.until(lambda: not self.store.get(run.run_id).active, timeout)  # type: ignore[union-attr]
