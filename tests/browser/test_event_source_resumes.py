@@ -126,6 +126,23 @@ def append_batch(log: EventLog, start: int) -> int:
     return start + BATCH
 
 
+def wait_until_ended(server: Server, page: Page) -> None:
+    """Until the run of the page's newest event is recorded as no longer active."""
+    run_id = page.evaluate("window.gatewayEvents.at(-1).run_id")
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while httpx.get(f"{server.url}/gateway/runs/{run_id}").json()["status"] == "active":
+        assert time.monotonic() < deadline, f"run {run_id} never ended"
+        time.sleep(0.05)
+
+
+def wait_until_quiet(page: Page, quiet: float = 0.5) -> None:
+    """Until the page has received no event for `quiet` seconds."""
+    count = -1
+    while (now := page.evaluate("window.gatewayEvents.length")) != count:
+        count = now
+        time.sleep(quiet)
+
+
 def test_the_page_gets_every_event_once_in_order_across_a_server_kill(server: Server) -> None:
     assert os.path.exists(CHROMIUM), NO_CHROMIUM
     with EventLog(server.db_url) as log, sync_playwright() as playwright:
@@ -180,10 +197,7 @@ def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(server: Server) 
             finished = transcript(page)
             # The run is recorded as ended just after its Finish reaches the page; a second run
             # started in between would be refused (409).
-            run_id = page.evaluate("window.gatewayEvents.at(-1).run_id")
-            runs = f"{server.url}/gateway/runs/{run_id}"
-            while httpx.get(runs).json()["status"] == "active":
-                time.sleep(0.05)
+            wait_until_ended(server, page)
 
             page.fill("#run-message", "stop me")
             page.click("#run button:not(#cancel)")
@@ -193,6 +207,9 @@ def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(server: Server) 
                 "document.getElementById('transcript').textContent.includes('— cancelled')",
                 timeout=WAIT_MS,
             )
+            # Anything shown after the Finish would arrive later: let it, then look.
+            wait_until_ended(server, page)
+            wait_until_quiet(page)
             cancelled = transcript(page)[len(finished) :]
             cancel_enabled = page.evaluate("!document.getElementById('cancel').disabled")
         finally:
