@@ -92,23 +92,32 @@ def test_subscribers_that_join_while_commits_are_handed_off_miss_nothing(
     log: EventLog, gateway: Gateway
 ) -> None:
     """Each newcomer replays what the fan-out has handed out, then takes the rest live."""
-    total = 300
+    total, every, starters = 300, 15, 10
 
     async def main() -> None:
-        requests = [Request(gateway, PATH).start()]
-        writer = asyncio.create_task(
-            asyncio.to_thread(
-                lambda: [log.append("conv", "Message", {"i": i}) for i in range(total)]
-            )
-        )
-        while not writer.done():
-            await asyncio.sleep(0.002)
+        loop = asyncio.get_running_loop()
+        requests: list[Request] = []
+
+        def join() -> None:
             requests.append(Request(gateway, PATH).start())
+
+        def write() -> None:
+            for i in range(total):
+                log.append("conv", "Message", {"i": i})
+                if i % every == every - 1:  # a newcomer while the appends go on
+                    loop.call_soon_threadsafe(join)
+
+        writer = asyncio.ensure_future(asyncio.to_thread(write))
+        for _ in range(starters):  # the first ones arrive while the live reader starts
+            join()
+            await asyncio.sleep(0.001)
         await writer
+        await asyncio.sleep(0)  # the last join() runs
+        assert len(requests) == starters + total // every
         await wait_all(requests, total)
         await hang_up_all(requests)
         everything = [e.seq for e in log.read(0, "conv", limit=1000)]
-        assert len(everything) == total and len(requests) > 10
+        assert len(everything) == total
         for r in requests:
             assert [e["seq"] for e in r.events] == everything
 
