@@ -31,8 +31,9 @@ class _Request(Generic[In, Out]):
         self.done = False
         self.result: list[Out] = []
         self.error: BaseException | None = None
-        # Set when done, or when this request is to lead; only a request that waits has one.
-        self.wake: threading.Event | None = None
+        # Released when done, or when this request is to lead; only a request that waits has
+        # one. A bare lock, held from the start: acquiring it again waits for the release.
+        self.wake: threading.Lock | None = None
 
 
 class GroupCommit(Generic[In, Out]):
@@ -58,10 +59,11 @@ class GroupCommit(Generic[In, Out]):
             lead = not self._leading
             self._leading = True
             if not lead:
-                request.wake = threading.Event()  # under the mutex: before a leader sees it
+                request.wake = threading.Lock()  # under the mutex: before a leader sees it
+                request.wake.acquire()
         try:
             if request.wake is not None:
-                request.wake.wait()
+                request.wake.acquire()
             if not request.done:  # this request leads the next transaction
                 self._lead()
         finally:
@@ -85,9 +87,9 @@ class GroupCommit(Generic[In, Out]):
                 self._leading = successor is not None
             for request in batch:
                 if request.wake is not None:
-                    request.wake.set()
+                    request.wake.release()
             if successor is not None and successor.wake is not None:
-                successor.wake.set()  # not done: it leads
+                successor.wake.release()  # not done: it leads
 
     def _linger(self) -> None:
         """Wait (holding the mutex's condition) for the appenders seen lately to queue up."""
