@@ -54,7 +54,7 @@ class GroupCommit(Generic[In, Out]):
             self._queue.append(request)
             self._inflight += 1
             self._peak = max(self._peak, self._inflight)
-            if self._lingering:
+            if self._lingering and len(self._queue) >= self._peak:
                 self._grown.notify()
             lead = not self._leading
             self._leading = True
