@@ -1,0 +1,174 @@
+"""Group commit on its own: which appends share a transaction, and who hears of a failure.
+
+The commit function here records each transaction and can be held open, so that appends are
+known to arrive while one commits. Where a test is about lingering, `LINGER_SECONDS` is
+raised to far longer than the test may take: a leader left waiting for an arrival that already
+came would show as a thread that does not finish.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from gateway_kit.log import group_commit
+from gateway_kit.log.group_commit import GroupCommit
+
+LONG_LINGER = 30.0
+JOIN_TIMEOUT = 10.0
+
+
+class HeldCommit:
+    """Records each transaction's items; `hold()` keeps the next one open until `release()`."""
+
+    def __init__(self) -> None:
+        self.transactions: list[list[str]] = []
+        self.entered = threading.Event()
+        self._open = threading.Event()
+        self._open.set()
+
+    def hold(self) -> None:
+        self.entered.clear()
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    def __call__(self, items: list[str]) -> list[str]:
+        self.transactions.append(list(items))
+        self.entered.set()
+        assert self._open.wait(JOIN_TIMEOUT)
+        if "bad" in items:
+            raise ValueError("a bad item")
+        return [item.upper() for item in items]
+
+
+class Submitter(threading.Thread):
+    """Submits each of `items` alone, one after another; keeps what each submit gave back.
+    Before each submit but the first, waits until `before_next()` is true."""
+
+    def __init__(
+        self,
+        group: GroupCommit[str, str],
+        *items: str,
+        before_next: Callable[[], bool] = lambda: True,
+    ) -> None:
+        super().__init__(daemon=True)
+        self.group, self.items, self.before_next = group, items, before_next
+        self.outcomes: list[list[str] | BaseException] = []
+
+    def run(self) -> None:
+        for n, item in enumerate(self.items):
+            try:
+                if n:
+                    wait_until(self.before_next)
+                self.outcomes.append(self.group.submit([item]))
+            except Exception as exc:
+                self.outcomes.append(exc)
+
+    def finish(self) -> None:
+        self.join(JOIN_TIMEOUT)
+        assert not self.is_alive(), "a submit is still waiting"
+
+
+@pytest.fixture
+def long_linger(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(group_commit, "LINGER_SECONDS", LONG_LINGER)
+
+
+@pytest.fixture
+def commit() -> Iterator[HeldCommit]:
+    held = HeldCommit()
+    yield held
+    held.release()  # never leave a thread of a failed test waiting
+
+
+def wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
+
+
+def queued(group: GroupCommit[str, str]) -> int:
+    return len(group._queue)  # type: ignore[attr-defined]
+
+
+def lingering(group: GroupCommit[str, str]) -> bool:
+    return bool(group._lingering)  # type: ignore[attr-defined]
+
+
+def start_during_commit(
+    group: GroupCommit[str, str], commit: HeldCommit, first: Submitter, *later: Submitter
+) -> None:
+    """Start `first`, hold its transaction open, and queue `later` behind it."""
+    commit.hold()
+    first.start()
+    assert commit.entered.wait(JOIN_TIMEOUT)
+    for submitter in later:
+        submitter.start()
+    wait_until(lambda: queued(group) == len(later))
+
+
+def test_appends_arriving_during_a_commit_share_the_next_transaction(
+    commit: HeldCommit,
+) -> None:
+    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
+    first = Submitter(group, "a")
+    later = [Submitter(group, f"b{i}") for i in range(5)]
+    start_during_commit(group, commit, first, *later)
+    commit.release()
+    for submitter in (first, *later):
+        submitter.finish()
+    assert commit.transactions[0] == ["a"]
+    assert sorted(commit.transactions[1]) == [f"b{i}" for i in range(5)]
+    assert len(commit.transactions) == 2
+    assert first.outcomes == [["A"]]
+    for i, submitter in enumerate(later):
+        assert submitter.outcomes == [[f"B{i}"]]
+
+
+def test_a_failed_transaction_is_retried_one_append_at_a_time(commit: HeldCommit) -> None:
+    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
+    first = Submitter(group, "a")
+    good, bad, other = Submitter(group, "x"), Submitter(group, "bad"), Submitter(group, "y")
+    start_during_commit(group, commit, first, good, bad, other)
+    commit.release()
+    for submitter in (first, good, bad, other):
+        submitter.finish()
+    assert good.outcomes == [["X"]]
+    assert other.outcomes == [["Y"]]
+    [error] = bad.outcomes
+    assert isinstance(error, ValueError)
+    shared = commit.transactions[1]
+    assert sorted(shared) == ["bad", "x", "y"]
+    assert commit.transactions[2:] == [[item] for item in shared]  # each alone, in order
+
+
+@pytest.mark.usefixtures("long_linger")
+def test_a_leader_waits_for_the_appender_it_expects_and_no_longer(commit: HeldCommit) -> None:
+    """Four appenders were seen at once: the next leader waits until the fourth is queued
+    again, and starts as soon as it is, not when the linger time runs out."""
+    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
+    # Back with its next append after its commit, once the next leader is waiting for it.
+    first = Submitter(group, "a1", "a2", before_next=lambda: lingering(group))
+    later = [Submitter(group, f"b{i}") for i in range(3)]
+    start_during_commit(group, commit, first, *later)
+    commit.release()
+    for submitter in (first, *later):
+        submitter.finish()
+    assert commit.transactions[0] == ["a1"]
+    assert sorted(commit.transactions[1]) == ["a2", "b0", "b1", "b2"]
+    assert first.outcomes == [["A1"], ["A2"]]
+
+
+@pytest.mark.usefixtures("long_linger")
+def test_a_lone_appender_never_lingers(commit: HeldCommit) -> None:
+    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
+    alone = Submitter(group, *(f"e{i}" for i in range(50)))
+    alone.start()
+    alone.finish()
+    assert commit.transactions == [[f"e{i}"] for i in range(50)]
