@@ -7,6 +7,7 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
@@ -108,20 +109,29 @@ def test_wheel_carries_the_migrations(tmp_path: Path) -> None:
         assert log.append("s", "T").seq == 1
 
 
-def test_the_newest_revision_goes_down_and_up_again_with_the_events_kept(log_url: str) -> None:
+@pytest.mark.parametrize("steps", [1, 2])
+def test_recent_revisions_go_down_and_up_again_with_the_events_kept(
+    log_url: str, steps: int
+) -> None:
     with EventLog(log_url) as log:
         log.append("s", "Message", run_id="r")
         log.append("s", "Finish", run_id="r")
     engine = sa.create_engine(log_url, poolclass=sa.NullPool)
     config = Config()
     config.set_main_option("script_location", str(migrate.migrations_path()))
-    previous = ScriptDirectory.from_config(config).get_revision(HEAD_REVISION).down_revision
+    scripts = ScriptDirectory.from_config(config)
+    target = HEAD_REVISION
+    for _ in range(steps):
+        target = str(scripts.get_revision(target).down_revision)
     try:
         with engine.begin() as conn:
             config.attributes["connection"] = conn
-            command.downgrade(config, str(previous))
+            command.downgrade(config, target)
         with engine.connect() as conn:
-            assert "gateway_kit_stream_heads" not in sa.inspect(conn).get_table_names()
+            version = conn.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}").scalar()
+            tables = sa.inspect(conn).get_table_names()
+        assert version == target
+        assert ("gateway_kit_stream_heads" in tables) == (target >= "0005")
         # Opening the log upgrades it again; its events and positions carry on.
         with EventLog(log_url) as log:
             assert log.prune(older_than=0) == 2

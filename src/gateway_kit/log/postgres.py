@@ -1,14 +1,14 @@
 """PostgreSQL backend, through psycopg 3.
 
-Appends call ``gateway_kit_append`` (see migration 0004) as one autocommit statement. Inside it
-an append locks the streams it writes (until its commit, so pos is gapless), then takes the
-log's ordering lock, its transaction id, its seqs, inserts, and lets the ordering lock go before
-the commit, so that concurrent commits share WAL flushes. Commits may then land out of seq
-order, so readers deliver only settled rows: those of transactions older than every running
-one. Since appends take transaction ids in seq order, what a reader sees after a cursor is
-always a gap-free prefix, and no reader tailing "after seq N" can skip an event that commits
-late. Wake-ups cross processes through LISTEN/NOTIFY, sent after the commit; a notification
-carries no data.
+Appends call ``gateway_kit_append`` (see migrations 0004 and 0006) as one autocommit statement.
+Inside it an append locks the streams it writes (until its commit, so pos is gapless), then
+takes its transaction id and its seqs under the log's ordering lock, lets the lock go, and
+inserts: the lock is held briefly, and concurrent commits share WAL flushes. Commits may then
+land out of seq order, so readers deliver only settled rows: those of transactions older than
+every running one. Since appends take transaction ids in seq order, what a reader sees after a
+cursor is always a gap-free prefix, and no reader tailing "after seq N" can skip an event that
+commits late. Wake-ups cross processes through LISTEN/NOTIFY, sent after the commit; a
+notification carries no data.
 """
 
 from __future__ import annotations
