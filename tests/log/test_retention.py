@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from datetime import timedelta
 
+import psycopg
 import pytest
 
 from gateway_kit import Event, EventLog
+from gateway_kit.log.postgres import conninfo
+from gateway_kit.log.schema import STREAM_LOCK_CLASS
 
 
 def backdate(log: EventLog, run_id: str, seconds: float) -> None:
@@ -106,3 +112,42 @@ def test_pruning_the_newest_events_does_not_lower_the_head(log: EventLog) -> Non
     log.prune(older_than=3600)
     assert log.read() == []
     assert log.last_seq() == events[-1].seq  # a client holding that cursor is not "beyond"
+
+
+def test_prune_waits_for_an_append_in_flight_to_the_stream(pg_url: str) -> None:
+    """A run starting in a stream while retention looks at it is seen, not raced: an append
+    still committing holds its stream, and retention waits for it before deciding."""
+    with EventLog(pg_url) as log:
+        run(log, "s", "old")
+        backdate(log, "old", 7200)
+        starting = psycopg.connect(conninfo(pg_url))  # not autocommit: the append stays open
+        try:
+            starting.execute("SELECT gateway_kit_append_one('s', 'new', 'Message', '{}', NULL, 0)")
+            pruned: list[int] = []
+            pruner = threading.Thread(target=lambda: pruned.append(log.prune(older_than=3600)))
+            pruner.start()
+            wait_until(lambda: waiting_for_stream_locks(pg_url) > 0)
+            starting.commit()
+            pruner.join(10)
+        finally:
+            starting.close()
+        assert pruned == [0]  # the stream has an active run now
+        assert {e.run_id for e in log.read()} == {"old", "new"}
+
+
+def waiting_for_stream_locks(url: str) -> int:
+    with psycopg.connect(conninfo(url)) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+            "AND classid = %s AND objsubid = 2",
+            (STREAM_LOCK_CLASS,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)

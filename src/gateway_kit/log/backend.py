@@ -204,12 +204,13 @@ def record_heads_sql(placeholder: str, greatest: str) -> str:
 
 
 def prunable_runs_sql(placeholder: str, terminal: str) -> str:
-    """Runs whose terminal event is older than the cutoff, in streams with no active run.
+    """Runs whose terminal event is older than the cutoff, in streams with no active run, and
+    their streams: rows of (run_id, stream).
 
     A run is active while it has events but no terminal one; its whole stream is left alone.
     """
     return f"""
-        SELECT t.run_id FROM {EVENTS} t
+        SELECT t.run_id, t.stream FROM {EVENTS} t
         WHERE t.run_id IS NOT NULL AND t.type IN ({terminal})
         GROUP BY t.run_id, t.stream
         HAVING MAX(t.created_at) < {placeholder}

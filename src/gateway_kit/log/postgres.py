@@ -38,12 +38,12 @@ from .backend import (
 from .database import postgres_engine
 from .event import TERMINAL_TYPES, Event, NewEvent
 from .schema import (
-    APPEND_LOCK_CLASS,
     COLUMNS,
     EVENTS,
     LISTENER_LOCK_CLASS,
     META,
     NOTIFY_CHANNEL,
+    STREAM_LOCK_CLASS,
     VERSION_TABLE,
 )
 
@@ -54,6 +54,8 @@ logger = logging.getLogger("gateway_kit.log")
 SETTLED = "xid < pg_snapshot_xmin(pg_current_snapshot())"
 APPEND_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append(%s::json, %s)"
 APPEND_ONE_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append_one(%s, %s, %s, %s, %s, %s)"
+STREAM_HASHES_SQL = "SELECT DISTINCT hashtext(s) AS h FROM unnest(%s::text[]) AS s ORDER BY h"
+LOCK_STREAM_SQL = "SELECT pg_advisory_xact_lock(%s, %s)"
 LISTENING_SQL = f"SELECT pg_advisory_lock_shared({LISTENER_LOCK_CLASS}, hashtext(current_schema()))"
 # One round trip either way; the exclusive lock lasts only this statement.
 NOTIFY_IF_LISTENED_SQL = (
@@ -167,16 +169,24 @@ class PostgresBackend:
 
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
         terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
+        prunable = prunable_runs_sql("%s", terminal)
         deleted = 0
         with self._writer.transaction():
-            # The append lock: no run can start in a stream while we decide it has none active.
-            self._writer.execute(
-                "SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))",
-                (APPEND_LOCK_CLASS,),
-            )
+            streams = {row[1] for row in self._writer.execute(prunable, (finished_before,))}
+            if not streams:
+                return 0
+            # An append holds the locks of the streams it writes until it commits. Taking them
+            # waits for every append in flight to these streams, whose rows this transaction's
+            # snapshot could not see yet, and keeps new ones out until we commit: a run that is
+            # starting in a stream is seen before that stream's old runs are deleted. In the
+            # appends' order (by hash), so that neither side waits for the other in a circle.
+            hashes = self._writer.execute(STREAM_HASHES_SQL, (sorted(streams),)).fetchall()
+            for (key,) in hashes:
+                self._writer.execute(LOCK_STREAM_SQL, (STREAM_LOCK_CLASS, key))
             runs = [
-                r[0]
-                for r in self._writer.execute(prunable_runs_sql("%s", terminal), (finished_before,))
+                run_id
+                for run_id, stream in self._writer.execute(prunable, (finished_before,))
+                if stream in streams  # runs of other streams wait for the next prune
             ]
             if runs:
                 self._writer.execute(RECORD_PRUNED_SQL)

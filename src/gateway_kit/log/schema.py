@@ -15,8 +15,9 @@ COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 
 # Revision 0001's append lock, one key for the whole database ("gk" + "log").
 ADVISORY_LOCK_KEY = 0x676B_6C6F67
-# Appends and retention lock (APPEND_LOCK_CLASS, hashtext(current_schema())): one lock per log;
-# appends also lock (STREAM_LOCK_CLASS, hashtext(stream)) for each stream they write.
+# Appends take their transaction id and seqs under (APPEND_LOCK_CLASS,
+# hashtext(current_schema())), one lock per log. Appends and retention lock
+# (STREAM_LOCK_CLASS, hashtext(stream)) for each stream they write, until they commit.
 APPEND_LOCK_CLASS = 0x676B
 STREAM_LOCK_CLASS = 0x6773
 # Every process listening for the log's commits holds (LISTENER_LOCK_CLASS,
