@@ -113,6 +113,12 @@ def start_during_commit(
     wait_until(lambda: queued(group) == len(later))
 
 
+def release_and_finish(commit: HeldCommit, *submitters: Submitter) -> None:
+    commit.release()
+    for submitter in submitters:
+        submitter.finish()
+
+
 def test_appends_arriving_during_a_commit_share_the_next_transaction(
     commit: HeldCommit,
 ) -> None:
@@ -120,9 +126,7 @@ def test_appends_arriving_during_a_commit_share_the_next_transaction(
     first = Submitter(group, "a")
     later = [Submitter(group, f"b{i}") for i in range(5)]
     start_during_commit(group, commit, first, *later)
-    commit.release()
-    for submitter in (first, *later):
-        submitter.finish()
+    release_and_finish(commit, first, *later)
     assert commit.transactions[0] == ["a"]
     assert sorted(commit.transactions[1]) == [f"b{i}" for i in range(5)]
     assert len(commit.transactions) == 2
@@ -136,9 +140,7 @@ def test_a_failed_transaction_is_retried_one_append_at_a_time(commit: HeldCommit
     first = Submitter(group, "a")
     good, bad, other = Submitter(group, "x"), Submitter(group, "bad"), Submitter(group, "y")
     start_during_commit(group, commit, first, good, bad, other)
-    commit.release()
-    for submitter in (first, good, bad, other):
-        submitter.finish()
+    release_and_finish(commit, first, good, bad, other)
     assert good.outcomes == [["X"]]
     assert other.outcomes == [["Y"]]
     [error] = bad.outcomes
@@ -157,9 +159,7 @@ def test_a_leader_waits_for_the_appender_it_expects_and_no_longer(commit: HeldCo
     first = Submitter(group, "a1", "a2", before_next=lambda: lingering(group))
     later = [Submitter(group, f"b{i}") for i in range(3)]
     start_during_commit(group, commit, first, *later)
-    commit.release()
-    for submitter in (first, *later):
-        submitter.finish()
+    release_and_finish(commit, first, *later)
     assert commit.transactions[0] == ["a1"]
     assert sorted(commit.transactions[1]) == ["a2", "b0", "b1", "b2"]
     assert first.outcomes == [["A1"], ["A2"]]
