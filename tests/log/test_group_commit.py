@@ -66,7 +66,7 @@ class Submitter(threading.Thread):
                 if n:
                     wait_until(self.before_next)
                 self.outcomes.append(self.group.submit([item]))
-            except Exception as exc:
+            except BaseException as exc:  # kept, even an interruption, for the test to look at
                 self.outcomes.append(exc)
 
     def finish(self) -> None:
@@ -148,6 +148,35 @@ def test_a_failed_transaction_is_retried_one_append_at_a_time(commit: HeldCommit
     shared = commit.transactions[1]
     assert sorted(shared) == ["bad", "x", "y"]
     assert commit.transactions[2:] == [[item] for item in shared]  # each alone, in order
+
+
+class Interrupted(BaseException):
+    """Stands for KeyboardInterrupt or SystemExit arriving inside a commit."""
+
+
+def test_an_interrupted_retry_ends_every_append_of_the_batch(commit: HeldCommit) -> None:
+    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
+    real_commit = group._commit  # type: ignore[attr-defined]
+
+    def interrupted_alone(items: list[str]) -> list[str]:
+        if items == ["x"]:  # x's retry, after the shared transaction failed
+            raise Interrupted
+        return real_commit(items)  # type: ignore[no-any-return]
+
+    group._commit = interrupted_alone  # type: ignore[attr-defined]
+    first = Submitter(group, "a")
+    later = [Submitter(group, item) for item in ("x", "bad", "y")]
+    start_during_commit(group, commit, first, *later)
+    release_and_finish(commit, first, *later)
+    # Each learns of the interruption: none is left waiting, none told that its append was
+    # committed.
+    for submitter in later:
+        [outcome] = submitter.outcomes
+        assert isinstance(outcome, Interrupted)
+    after = Submitter(group, "z")  # and the next append finds the group working
+    after.start()
+    after.finish()
+    assert after.outcomes == [["Z"]]
 
 
 @pytest.mark.usefixtures("long_linger")

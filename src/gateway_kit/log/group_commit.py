@@ -12,6 +12,7 @@ them, up to `LINGER_SECONDS`; a lone append (one appender) never waits.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,8 @@ class GroupCommit(Generic[In, Out]):
 
     def submit(self, items: Sequence[In]) -> list[Out]:
         request: _Request[In, Out] = _Request(items)
+        wake = threading.Lock()  # held before anyone can see it, in case this request waits
+        wake.acquire()
         with self._mutex:
             self._queue.append(request)
             self._inflight += 1
@@ -59,8 +62,7 @@ class GroupCommit(Generic[In, Out]):
             lead = not self._leading
             self._leading = True
             if not lead:
-                request.wake = threading.Lock()  # under the mutex: before a leader sees it
-                request.wake.acquire()
+                request.wake = wake  # under the mutex: before a leader sees the request
         try:
             if request.wake is not None:
                 request.wake.acquire()
@@ -86,10 +88,9 @@ class GroupCommit(Generic[In, Out]):
                 successor = self._queue[0] if self._queue else None
                 self._leading = successor is not None
             for request in batch:
-                if request.wake is not None:
-                    request.wake.release()
-            if successor is not None and successor.wake is not None:
-                successor.wake.release()  # not done: it leads
+                _wake(request)
+            if successor is not None:
+                _wake(successor)  # not done: it leads
 
     def _linger(self) -> None:
         """Wait (holding the mutex's condition) for the appenders seen lately to queue up."""
@@ -116,16 +117,32 @@ class GroupCommit(Generic[In, Out]):
                 return
             # One transaction failed: commit each request alone, so an error reaches only
             # the append that caused it.
-            for request in batch:
-                self._run([request])
+            for n, request in enumerate(batch):
+                try:
+                    self._run([request])
+                except BaseException as interrupted:  # the rest learn it too, as below
+                    _fail(batch[n + 1 :], interrupted)
+                    raise
             return
         except BaseException as exc:  # interrupted: every waiter in the batch learns it
-            for request in batch:
-                request.error = exc
-                request.done = True
+            _fail(batch, exc)
             raise
         start = 0
         for request in batch:
             request.result = results[start : start + len(request.items)]
             start += len(request.items)
             request.done = True
+
+
+def _fail(requests: list[_Request[In, Out]], error: BaseException) -> None:
+    for request in requests:
+        request.error = error
+        request.done = True
+
+
+def _wake(request: _Request[In, Out]) -> None:
+    """Release the lock a waiting request holds from the start and takes again to wait.
+    Waking a request twice does nothing, as setting an event twice would."""
+    if request.wake is not None:
+        with contextlib.suppress(RuntimeError):  # "release unlocked lock"
+            request.wake.release()
