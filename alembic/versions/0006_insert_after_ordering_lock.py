@@ -124,6 +124,7 @@ def revision_0005_functions() -> list[str]:
     for name, function in previous["revision_0004_functions"]().items():
         edits = previous["LOOKUPS"][name]
         for old, new in zip(edits[::2], edits[1::2], strict=True):
+            assert function.count(old) == 1, f"revision 0004's {name} is not as expected"
             function = function.replace(old, new)
         functions.append(function)
     return functions

@@ -132,9 +132,24 @@ def test_recent_revisions_go_down_and_up_again_with_the_events_kept(
             tables = sa.inspect(conn).get_table_names()
         assert version == target
         assert ("gateway_kit_stream_heads" in tables) == (target >= "0005")
+        assert inserts_under_the_ordering_lock(engine) in (None, target < "0006")
         # Opening the log upgrades it again; its events and positions carry on.
         with EventLog(log_url) as log:
             assert log.prune(older_than=0) == 2
             assert log.append("s", "Message").pos == 3
+        assert inserts_under_the_ordering_lock(engine) in (None, False)
     finally:
         engine.dispose()
+
+
+def inserts_under_the_ordering_lock(engine: sa.Engine) -> bool | None:
+    """Whether PostgreSQL's one-event append inserts before releasing the ordering lock (as
+    before revision 0006); None on SQLite, which has no such function."""
+    if engine.dialect.name != "postgresql":
+        return None
+    with engine.connect() as conn:
+        body = conn.exec_driver_sql(
+            "SELECT pg_get_functiondef('gateway_kit_append_one'::regproc)"
+        ).scalar()
+    assert isinstance(body, str)
+    return body.index("INSERT INTO") < body.index("pg_advisory_unlock")

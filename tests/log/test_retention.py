@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from gateway_kit import Event, EventLog
+from gateway_kit.log import postgres
 from gateway_kit.log.postgres import conninfo
 from gateway_kit.log.schema import STREAM_LOCK_CLASS
 
@@ -126,24 +127,29 @@ def test_prune_waits_for_an_append_in_flight_to_the_stream(pg_url: str) -> None:
             pruned: list[int] = []
             pruner = threading.Thread(target=lambda: pruned.append(log.prune(older_than=3600)))
             pruner.start()
-            wait_until(lambda: waiting_for_stream_locks(pg_url) > 0)
+            wait_until(lambda: waiting_for_stream_lock(pg_url, "s"))
             starting.commit()
             pruner.join(10)
         finally:
             starting.close()
+        assert not pruner.is_alive()
         assert pruned == [0]  # the stream has an active run now
         assert {e.run_id for e in log.read()} == {"old", "new"}
 
 
-def waiting_for_stream_locks(url: str) -> int:
+def waiting_for_stream_lock(url: str, stream: str) -> bool:
+    """Whether a session waits for `stream`'s lock (an advisory lock on two int4 keys shows
+    the first as classid and the second, as an unsigned oid, as objid)."""
     with psycopg.connect(conninfo(url)) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-            "AND classid = %s AND objsubid = 2",
-            (STREAM_LOCK_CLASS,),
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND classid = %s AND objsubid = 2 "
+            "AND objid::bigint = hashtext(%s)::bigint & 4294967295",
+            (STREAM_LOCK_CLASS, stream),
         ).fetchone()
     assert row is not None
-    return int(row[0])
+    return int(row[0]) > 0
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -151,3 +157,43 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
+
+
+def test_prune_goes_a_few_streams_at_a_time_and_keeps_a_run_s_streams_together(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL each transaction locks the streams it prunes; a prune of many streams
+    is split so as not to fill the server's lock table. The outcome is the same."""
+    monkeypatch.setattr(postgres, "PRUNE_STREAMS_PER_TRANSACTION", 2)
+    for n in range(5):
+        run(log, f"s{n}", f"r{n}")
+    log.append("t1", "Message", run_id="spread")  # one run over two streams
+    log.append("t2", "Finish", run_id="spread")
+    for run_id in [f"r{n}" for n in range(5)] + ["spread"]:
+        backdate(log, run_id, 7200)
+    keep = log.append("t3", "Note")
+    assert log.prune(older_than=3600) == 5 * 3 + 2
+    assert log.read() == [keep]
+
+
+def test_stream_groups_stay_under_the_limit_without_splitting_a_run() -> None:
+    runs = [{"a"}, {"b", "c"}, {"d"}, {"e", "f", "g"}, {"h"}]
+    groups = list(postgres.stream_groups(runs, 3))
+    assert groups == [{"a", "b", "c"}, {"d"}, {"e", "f", "g"}, {"h"}]
+    assert list(postgres.stream_groups([{"x", "y", "z"}], 2)) == [{"x", "y", "z"}]
+    assert list(postgres.stream_groups([], 2)) == []
+
+
+def test_pruning_never_lowers_the_head_another_prune_recorded(log: EventLog) -> None:
+    """Retention in another process may have deleted newer events and recorded a higher
+    head; a later prune here records its own newest seq only if it is higher."""
+    events = run(log, "s", "r")
+    backdate(log, "r", 7200)
+    backend = log._backend  # type: ignore[attr-defined]
+    placeholder = "?" if backend.dialect == "sqlite" else "%s"
+    backend._writer.execute(
+        f"INSERT INTO gateway_kit_meta (key, value) VALUES ('pruned_seq', {placeholder})",
+        (str(events[-1].seq + 100),),
+    )
+    assert log.prune(older_than=3600) == 3
+    assert log.last_seq() == events[-1].seq + 100

@@ -187,10 +187,15 @@ def last_seq_sql(stream: str | None, placeholder: str, greatest: str, settled: s
     return f"SELECT {greatest}(COALESCE(({newest}), 0), COALESCE(({pruned}), 0))"
 
 
-RECORD_PRUNED_SQL = (
-    f"INSERT INTO {META} (key, value) SELECT '{PRUNED_SEQ_KEY}', CAST(MAX(seq) AS TEXT) "
-    f"FROM {EVENTS} WHERE true ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-)
+def record_pruned_sql(greatest: str) -> str:
+    """Remember the newest seq before retention deletes events; never lower it, since
+    retention in another process may have recorded a newer one."""
+    recorded, newest = (f"CAST({t}.value AS BIGINT)" for t in (META, "excluded"))
+    return (
+        f"INSERT INTO {META} (key, value) SELECT '{PRUNED_SEQ_KEY}', CAST(MAX(seq) AS TEXT) "
+        f"FROM {EVENTS} WHERE true ON CONFLICT (key) DO UPDATE "
+        f"SET value = CAST({greatest}({recorded}, {newest}) AS TEXT)"
+    )
 
 
 def record_heads_sql(placeholder: str, greatest: str) -> str:

@@ -298,9 +298,11 @@ class EventLog:
         """Delete the events of runs that finished longer ago than `older_than`.
 
         A stream with an active run is never touched. `archive`, if given, receives each run's
-        events before they are deleted, in the same transaction: if it raises, nothing is
-        deleted. Neither seq values nor a stream's positions are ever reused afterwards.
-        Returns how many events were deleted.
+        events before they are deleted, in the same transaction: if it raises, nothing of that
+        transaction is deleted. On SQLite that is the whole prune; on PostgreSQL a prune of
+        many streams goes in transactions of about 500 streams each, and runs deleted by the
+        earlier ones stay deleted. Neither seq values nor a stream's positions are ever reused
+        afterwards. Returns how many events were deleted.
         """
         age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
         if age < 0:

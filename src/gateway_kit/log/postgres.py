@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -25,12 +25,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from .backend import (
-    RECORD_PRUNED_SQL,
     Connections,
     Latest,
     last_seq_sql,
     prunable_runs_sql,
     record_heads_sql,
+    record_pruned_sql,
     row_to_event,
     select_params,
     select_sql,
@@ -54,6 +54,10 @@ logger = logging.getLogger("gateway_kit.log")
 SETTLED = "xid < pg_snapshot_xmin(pg_current_snapshot())"
 APPEND_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append(%s::json, %s)"
 APPEND_ONE_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append_one(%s, %s, %s, %s, %s, %s)"
+# Stream locks held by one retention transaction at most: PostgreSQL's lock table is shared
+# and sized for about 64 locks per connection.
+PRUNE_STREAMS_PER_TRANSACTION = 500
+RECORD_PRUNED_SQL = record_pruned_sql("GREATEST")
 STREAM_HASHES_SQL = "SELECT DISTINCT hashtext(s) AS h FROM unnest(%s::text[]) AS s ORDER BY h"
 LOCK_STREAM_SQL = "SELECT pg_advisory_xact_lock(%s, %s)"
 LISTENING_SQL = f"SELECT pg_advisory_lock_shared({LISTENER_LOCK_CLASS}, hashtext(current_schema()))"
@@ -170,34 +174,43 @@ class PostgresBackend:
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
         terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
         prunable = prunable_runs_sql("%s", terminal)
+        candidates = streams_by_run(self._writer.execute(prunable, (finished_before,)))
         deleted = 0
-        with self._writer.transaction():
-            streams = {row[1] for row in self._writer.execute(prunable, (finished_before,))}
-            if not streams:
-                return 0
+        for streams in stream_groups(candidates.values(), PRUNE_STREAMS_PER_TRANSACTION):
+            deleted += self._prune_streams(streams, prunable, finished_before, archive)
+        return deleted
+
+    def _prune_streams(
+        self,
+        streams: set[str],
+        prunable: str,
+        finished_before: float,
+        archive: Callable[[list[Event]], None] | None,
+    ) -> int:
+        """Prune the runs that lie wholly in `streams`, in one transaction."""
+        conn, deleted = self._writer, 0
+        with conn.transaction():
+            # The query after the locks must see what the appends it waited for committed.
+            conn.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
             # An append holds the locks of the streams it writes until it commits. Taking them
-            # waits for every append in flight to these streams, whose rows this transaction's
-            # snapshot could not see yet, and keeps new ones out until we commit: a run that is
-            # starting in a stream is seen before that stream's old runs are deleted. In the
-            # appends' order (by hash), so that neither side waits for the other in a circle.
-            hashes = self._writer.execute(STREAM_HASHES_SQL, (sorted(streams),)).fetchall()
-            for (key,) in hashes:
-                self._writer.execute(LOCK_STREAM_SQL, (STREAM_LOCK_CLASS, key))
-            runs = [
-                run_id
-                for run_id, stream in self._writer.execute(prunable, (finished_before,))
-                if stream in streams  # runs of other streams wait for the next prune
-            ]
+            # waits for every append in flight to these streams, whose rows the first query
+            # could not see yet, and keeps new ones out until we commit: a run that is starting
+            # in a stream is seen before that stream's old runs are deleted. In the appends'
+            # order (by hash), so that neither side waits for the other in a circle.
+            for (key,) in conn.execute(STREAM_HASHES_SQL, (sorted(streams),)).fetchall():
+                conn.execute(LOCK_STREAM_SQL, (STREAM_LOCK_CLASS, key))
+            now_prunable = streams_by_run(conn.execute(prunable, (finished_before,)))
+            runs = [run for run, where in now_prunable.items() if where <= streams]
             if runs:
-                self._writer.execute(RECORD_PRUNED_SQL)
+                conn.execute(RECORD_PRUNED_SQL)
             for run_id in runs:
                 if archive is not None:
-                    rows = self._writer.execute(
+                    rows = conn.execute(
                         f"SELECT {COLUMNS} FROM {EVENTS} WHERE run_id = %s ORDER BY seq", (run_id,)
                     ).fetchall()
                     archive([row_to_event(r) for r in rows])
-                self._writer.execute(record_heads_sql("%s", "GREATEST"), (run_id,))
-                cur = self._writer.execute(f"DELETE FROM {EVENTS} WHERE run_id = %s", (run_id,))
+                conn.execute(record_heads_sql("%s", "GREATEST"), (run_id,))
+                cur = conn.execute(f"DELETE FROM {EVENTS} WHERE run_id = %s", (run_id,))
                 deleted += cur.rowcount
         return deleted
 
@@ -291,3 +304,23 @@ class Announcer:
         self._pending.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join(STOP_TIMEOUT)
+
+
+def streams_by_run(rows: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
+    """(run_id, stream) rows as each run's set of streams."""
+    streams: dict[str, set[str]] = {}
+    for run_id, stream in rows:
+        streams.setdefault(run_id, set()).add(stream)
+    return streams
+
+
+def stream_groups(runs: Iterable[set[str]], limit: int) -> Iterator[set[str]]:
+    """The streams of `runs` in groups of about `limit`, never splitting one run's streams."""
+    group: set[str] = set()
+    for streams in runs:
+        if group and len(group | streams) > limit:
+            yield group
+            group = set()
+        group |= streams
+    if group:
+        yield group

@@ -17,12 +17,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from .backend import (
-    RECORD_PRUNED_SQL,
     Connections,
     Latest,
     last_seq_sql,
     prunable_runs_sql,
     record_heads_sql,
+    record_pruned_sql,
     row_to_event,
     select_params,
     select_sql,
@@ -46,6 +46,7 @@ HEAD_POS_SQL = (
     f"COALESCE((SELECT head FROM {STREAM_HEADS} WHERE stream = ?), 0))"
 )
 RECORD_HEADS_SQL = record_heads_sql("?", "max")
+RECORD_PRUNED_SQL = record_pruned_sql("max")
 MAX_KNOWN_HEADS = 10_000  # streams whose head pos the writer remembers between commits
 
 
