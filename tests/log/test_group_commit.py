@@ -8,6 +8,7 @@ came would show as a thread that does not finish.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -177,6 +178,85 @@ def test_an_interrupted_retry_ends_every_append_of_the_batch(commit: HeldCommit)
     after.start()
     after.finish()
     assert after.outcomes == [["Z"]]
+
+
+@pytest.fixture
+def interrupt_main_thread() -> Iterator[Callable[[], None]]:
+    """A function that interrupts the main thread (this test's), wherever it waits, with
+    `Interrupted`, as Ctrl-C would with KeyboardInterrupt."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    main = threading.main_thread().ident
+    assert main is not None
+    try:
+        yield lambda: signal.pthread_kill(main, signal.SIGUSR1)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def in_background(action: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=action, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_an_append_interrupted_while_it_waits_leaves_the_queue(
+    commit: HeldCommit, interrupt_main_thread: Callable[[], None]
+) -> None:
+    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
+    first = Submitter(group, "a")
+    commit.hold()
+    first.start()
+    assert commit.entered.wait(JOIN_TIMEOUT)
+
+    def interrupt_once_queued() -> None:
+        wait_until(lambda: queued(group) == 1)
+        interrupt_main_thread()
+
+    helper = in_background(interrupt_once_queued)
+    with pytest.raises(Interrupted):
+        group.submit(["m"])  # waits behind "a" until interrupted
+    helper.join(JOIN_TIMEOUT)
+    release_and_finish(commit, first)
+    after = Submitter(group, "z")  # someone still leads
+    after.start()
+    after.finish()
+    assert after.outcomes == [["Z"]]
+    assert commit.transactions == [["a"], ["z"]]  # "m" was never committed
+
+
+@pytest.mark.usefixtures("long_linger")
+def test_a_leader_interrupted_while_it_lingers_hands_the_lead_on(
+    commit: HeldCommit, interrupt_main_thread: Callable[[], None]
+) -> None:
+    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
+    first = Submitter(group, "a")
+    second = Submitter(group, "b")
+    commit.hold()
+    first.start()
+    assert commit.entered.wait(JOIN_TIMEOUT)
+
+    def queue_b_then_interrupt_the_lingering_leader() -> None:
+        wait_until(lambda: queued(group) == 1)  # "m", first in line: it leads next
+        second.start()
+        wait_until(lambda: queued(group) == 2)
+        commit.release()  # "a" commits; "m" leads, and lingers for a third appender
+        wait_until(lambda: lingering(group))
+        # "b", leading next, still expects three appenders: let it wait only briefly.
+        group_commit.LINGER_SECONDS = 0.001
+        interrupt_main_thread()
+
+    helper = in_background(queue_b_then_interrupt_the_lingering_leader)
+    with pytest.raises(Interrupted):
+        group.submit(["m"])
+    helper.join(JOIN_TIMEOUT)
+    first.finish()
+    second.finish()  # "b" led instead
+    assert second.outcomes == [["B"]]
+    assert commit.transactions == [["a"], ["b"]]
 
 
 @pytest.mark.usefixtures("long_linger")

@@ -8,6 +8,10 @@ that leads next, not every waiter.
 Under steady load the threads would split into two cohorts taking turns: one commits while the
 other queues. So a leader that has seen more appenders at once than it has queued waits for
 them, up to `LINGER_SECONDS`; a lone append (one appender) never waits.
+
+An append interrupted while it waits (KeyboardInterrupt, SystemExit) leaves the queue if no
+transaction has taken it yet, and hands the lead on if it was to lead; one interrupted inside
+a commit ends every append of that commit with the same interruption.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ Out = TypeVar("Out")
 
 
 class _Request(Generic[In, Out]):
-    __slots__ = ("done", "error", "items", "result", "wake")
+    __slots__ = ("done", "error", "items", "leads", "result", "wake")
 
     def __init__(self, items: Sequence[In]) -> None:
         self.items = items
         self.done = False
         self.result: list[Out] = []
         self.error: BaseException | None = None
+        self.leads = False  # this request leads (or is to lead) the next transaction
         # Released when done, or when this request is to lead; only a request that waits has
         # one. A bare lock, held from the start: acquiring it again waits for the release.
         self.wake: threading.Lock | None = None
@@ -59,15 +64,18 @@ class GroupCommit(Generic[In, Out]):
             self._peak = max(self._peak, self._inflight)
             if self._lingering and len(self._queue) >= self._peak:
                 self._grown.notify()
-            lead = not self._leading
+            request.leads = not self._leading
             self._leading = True
-            if not lead:
+            if not request.leads:
                 request.wake = wake  # under the mutex: before a leader sees the request
         try:
             if request.wake is not None:
                 request.wake.acquire()
             if not request.done:  # this request leads the next transaction
                 self._lead()
+        except BaseException:  # interrupted: leave the queue, and the lead to another
+            self._withdraw(request)
+            raise
         finally:
             with self._mutex:
                 self._inflight -= 1
@@ -76,21 +84,43 @@ class GroupCommit(Generic[In, Out]):
         return request.result
 
     def _lead(self) -> None:
-        with self._mutex:
-            self._linger()
-            batch, self._queue = self._queue, []
-            self._peak = max(self._inflight, self._peak - 1)
+        batch: list[_Request[In, Out]] = []
         try:
+            with self._mutex:
+                self._linger()
+                batch, self._queue = self._queue, []  # from here on the batch is ours
+                self._peak = max(self._inflight, self._peak - 1)
             with self._lock:
                 self._run(batch)
         finally:
-            with self._mutex:
-                successor = self._queue[0] if self._queue else None
-                self._leading = successor is not None
-            for request in batch:
-                _wake(request)
+            if batch:  # else interrupted while lingering: `_withdraw` passes the lead on
+                successor = self._pass_lead()
+                for request in batch:
+                    _wake(request)
+                if successor is not None:
+                    _wake(successor)  # not done: it leads
+
+    def _pass_lead(self) -> _Request[In, Out] | None:
+        """The first queued request is to lead next (the caller wakes it); None if none."""
+        with self._mutex:
+            successor = self._queue[0] if self._queue else None
+            self._leading = successor is not None
             if successor is not None:
-                _wake(successor)  # not done: it leads
+                successor.leads = True
+        return successor
+
+    def _withdraw(self, request: _Request[In, Out]) -> None:
+        """An interrupted submit: take its request out of the queue, if no leader has taken
+        it into a transaction, and if it was to lead, let the next request lead instead."""
+        with self._mutex:
+            if request.done or request not in self._queue:
+                return  # committed, or its leader finishes it
+            self._queue.remove(request)
+            if not request.leads:
+                return
+        successor = self._pass_lead()
+        if successor is not None:
+            _wake(successor)
 
     def _linger(self) -> None:
         """Wait (holding the mutex's condition) for the appenders seen lately to queue up."""
