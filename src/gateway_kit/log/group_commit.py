@@ -58,17 +58,21 @@ class GroupCommit(Generic[In, Out]):
         request: _Request[In, Out] = _Request(items)
         wake = threading.Lock()  # held before anyone can see it, in case this request waits
         wake.acquire()
-        with self._mutex:
-            self._queue.append(request)
-            self._inflight += 1
-            self._peak = max(self._peak, self._inflight)
-            if self._lingering and len(self._queue) >= self._peak:
-                self._grown.notify()
-            request.leads = not self._leading
-            self._leading = True
-            if not request.leads:
-                request.wake = wake  # under the mutex: before a leader sees the request
+        counted = False
+        # An interruption may come at any call from here on; `_withdraw` undoes what was done.
         try:
+            with self._mutex:
+                self._inflight += 1
+                counted = True
+                # The next three assignments make no call, so no interruption falls between.
+                request.leads = not self._leading
+                self._leading = True
+                if not request.leads:
+                    request.wake = wake  # before a leader can see the request
+                self._queue.append(request)
+                self._peak = max(self._peak, self._inflight)
+                if self._lingering and len(self._queue) >= self._peak:
+                    self._grown.notify()
             if request.wake is not None:
                 request.wake.acquire()
             if not request.done:  # this request leads the next transaction
@@ -77,8 +81,9 @@ class GroupCommit(Generic[In, Out]):
             self._withdraw(request)
             raise
         finally:
-            with self._mutex:
-                self._inflight -= 1
+            if counted:
+                with self._mutex:
+                    self._inflight -= 1
         if request.error is not None:
             raise request.error
         return request.result
@@ -92,6 +97,9 @@ class GroupCommit(Generic[In, Out]):
                 self._peak = max(self._inflight, self._peak - 1)
             with self._lock:
                 self._run(batch)
+        except BaseException as exc:  # interrupted: what the batch has not learnt, it does now
+            _fail([request for request in batch if not request.done], exc)
+            raise
         finally:
             if batch:  # else interrupted while lingering: `_withdraw` passes the lead on
                 successor = self._pass_lead()
@@ -113,12 +121,19 @@ class GroupCommit(Generic[In, Out]):
         """An interrupted submit: take its request out of the queue, if no leader has taken
         it into a transaction, and if it was to lead, let the next request lead instead."""
         with self._mutex:
-            if request.done or request not in self._queue:
-                return  # committed, or its leader finishes it
-            self._queue.remove(request)
+            if request.done:
+                return
+            if request in self._queue:
+                self._queue.remove(request)
+            elif not request.leads:
+                return  # in a transaction under way: its leader finishes it
             if not request.leads:
                 return
-        successor = self._pass_lead()
+            # It led, or was to lead, and no transaction of its is under way: hand on.
+            successor = self._queue[0] if self._queue else None
+            self._leading = successor is not None
+            if successor is not None:
+                successor.leads = True
         if successor is not None:
             _wake(successor)
 
