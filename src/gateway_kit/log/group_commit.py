@@ -122,13 +122,11 @@ class GroupCommit(Generic[In, Out]):
         it into a transaction, and if it was to lead, let the next request lead instead."""
         with self._mutex:
             if request.done:
-                return
+                return  # a transaction settled it
             if request in self._queue:
                 self._queue.remove(request)
-            elif not request.leads:
-                return  # in a transaction under way: its leader finishes it
             if not request.leads:
-                return
+                return  # withdrawn, or in a transaction under way that its leader finishes
             # It led, or was to lead, and no transaction of its is under way: hand on.
             successor = self._queue[0] if self._queue else None
             self._leading = successor is not None
