@@ -102,19 +102,20 @@ class GroupCommit(Generic[In, Out]):
             raise
         finally:
             if batch:  # else interrupted while lingering: `_withdraw` passes the lead on
-                successor = self._pass_lead()
+                with self._mutex:
+                    successor = self._next_leader()
                 for request in batch:
                     _wake(request)
                 if successor is not None:
                     _wake(successor)  # not done: it leads
 
-    def _pass_lead(self) -> _Request[In, Out] | None:
-        """The first queued request is to lead next (the caller wakes it); None if none."""
-        with self._mutex:
-            successor = self._queue[0] if self._queue else None
-            self._leading = successor is not None
-            if successor is not None:
-                successor.leads = True
+    def _next_leader(self) -> _Request[In, Out] | None:
+        """With the mutex held: the first queued request is to lead next (the caller wakes
+        it); None, and nobody leads, if the queue is empty."""
+        successor = self._queue[0] if self._queue else None
+        self._leading = successor is not None
+        if successor is not None:
+            successor.leads = True
         return successor
 
     def _withdraw(self, request: _Request[In, Out]) -> None:
@@ -128,10 +129,7 @@ class GroupCommit(Generic[In, Out]):
             if not request.leads:
                 return  # withdrawn, or in a transaction under way that its leader finishes
             # It led, or was to lead, and no transaction of its is under way: hand on.
-            successor = self._queue[0] if self._queue else None
-            self._leading = successor is not None
-            if successor is not None:
-                successor.leads = True
+            successor = self._next_leader()
         if successor is not None:
             _wake(successor)
 
@@ -151,25 +149,19 @@ class GroupCommit(Generic[In, Out]):
             self._lingering = False
 
     def _run(self, batch: list[_Request[In, Out]]) -> None:
+        """Commit the batch and settle each request. An interruption escapes; `_lead` then
+        ends the requests not settled yet."""
         try:
             results = self._commit([item for r in batch for item in r.items])
         except Exception as exc:
             if len(batch) == 1:
-                batch[0].error = exc
-                batch[0].done = True
+                _fail(batch, exc)
                 return
             # One transaction failed: commit each request alone, so an error reaches only
             # the append that caused it.
-            for n, request in enumerate(batch):
-                try:
-                    self._run([request])
-                except BaseException as interrupted:  # the rest learn it too, as below
-                    _fail(batch[n + 1 :], interrupted)
-                    raise
+            for request in batch:
+                self._run([request])
             return
-        except BaseException as exc:  # interrupted: every waiter in the batch learns it
-            _fail(batch, exc)
-            raise
         start = 0
         for request in batch:
             request.result = results[start : start + len(request.items)]
