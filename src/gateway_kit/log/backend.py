@@ -11,7 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import sqlalchemy as sa
 
 from ..exceptions import LogClosed
-from .event import Event, NewEvent
+from .event import TERMINAL_TYPES, Event, NewEvent
 from .schema import COLUMNS, EVENTS, META, STREAM_HEADS
 
 Row = Sequence[Any]
@@ -208,12 +208,13 @@ def record_heads_sql(placeholder: str, greatest: str) -> str:
     )
 
 
-def prunable_runs_sql(placeholder: str, terminal: str) -> str:
+def prunable_runs_sql(placeholder: str) -> str:
     """Runs whose terminal event is older than the cutoff, in streams with no active run, and
     their streams: rows of (run_id, stream).
 
     A run is active while it has events but no terminal one; its whole stream is left alone.
     """
+    terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
     return f"""
         SELECT t.run_id, t.stream FROM {EVENTS} t
         WHERE t.run_id IS NOT NULL AND t.type IN ({terminal})
@@ -227,3 +228,30 @@ def prunable_runs_sql(placeholder: str, terminal: str) -> str:
                )
            )
     """
+
+
+def delete_runs(
+    conn: Any,
+    runs: Sequence[str],
+    archive: Callable[[list[Event]], None] | None,
+    placeholder: str,
+    greatest: str,
+) -> int:
+    """Delete the events of `runs` in the caller's transaction on `conn` (sqlite3 or psycopg):
+    first record the log's newest seq and the runs' stream heads, and give each run's events to
+    `archive`. Returns how many events were deleted."""
+    if not runs:
+        return 0
+    conn.execute(record_pruned_sql(greatest))
+    deleted = 0
+    for run_id in runs:
+        if archive is not None:
+            rows = conn.execute(
+                f"SELECT {COLUMNS} FROM {EVENTS} WHERE run_id = {placeholder} ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+            archive([row_to_event(r) for r in rows])
+        conn.execute(record_heads_sql(placeholder, greatest), (run_id,))
+        cur = conn.execute(f"DELETE FROM {EVENTS} WHERE run_id = {placeholder}", (run_id,))
+        deleted += cur.rowcount
+    return deleted

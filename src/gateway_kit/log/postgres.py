@@ -27,19 +27,16 @@ from sqlalchemy.engine import make_url
 from .backend import (
     Connections,
     Latest,
+    delete_runs,
     last_seq_sql,
     prunable_runs_sql,
-    record_heads_sql,
-    record_pruned_sql,
     row_to_event,
     select_params,
     select_sql,
 )
 from .database import postgres_engine
-from .event import TERMINAL_TYPES, Event, NewEvent
+from .event import Event, NewEvent
 from .schema import (
-    COLUMNS,
-    EVENTS,
     LISTENER_LOCK_CLASS,
     META,
     NOTIFY_CHANNEL,
@@ -57,7 +54,6 @@ APPEND_ONE_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append_one(%s, %s, %s
 # Stream locks held by one retention transaction at most: PostgreSQL's lock table is shared
 # and sized for about 64 locks per connection.
 PRUNE_STREAMS_PER_TRANSACTION = 500
-RECORD_PRUNED_SQL = record_pruned_sql("GREATEST")
 STREAM_HASHES_SQL = "SELECT DISTINCT hashtext(s) AS h FROM unnest(%s::text[]) AS s ORDER BY h"
 LOCK_STREAM_SQL = "SELECT pg_advisory_xact_lock(%s, %s)"
 LISTENING_SQL = f"SELECT pg_advisory_lock_shared({LISTENER_LOCK_CLASS}, hashtext(current_schema()))"
@@ -172,8 +168,7 @@ class PostgresBackend:
         return None if row is None else row_to_event(row)
 
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
-        terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
-        prunable = prunable_runs_sql("%s", terminal)
+        prunable = prunable_runs_sql("%s")
         candidates = streams_by_run(self._writer.execute(prunable, (finished_before,)))
         deleted = 0
         for streams in stream_groups(candidates.values(), PRUNE_STREAMS_PER_TRANSACTION):
@@ -188,7 +183,7 @@ class PostgresBackend:
         archive: Callable[[list[Event]], None] | None,
     ) -> int:
         """Prune the runs that lie wholly in `streams`, in one transaction."""
-        conn, deleted = self._writer, 0
+        conn = self._writer
         with conn.transaction():
             # The query after the locks must see what the appends it waited for committed.
             conn.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
@@ -201,18 +196,7 @@ class PostgresBackend:
                 conn.execute(LOCK_STREAM_SQL, (STREAM_LOCK_CLASS, key))
             now_prunable = streams_by_run(conn.execute(prunable, (finished_before,)))
             runs = [run for run, where in now_prunable.items() if where <= streams]
-            if runs:
-                conn.execute(RECORD_PRUNED_SQL)
-            for run_id in runs:
-                if archive is not None:
-                    rows = conn.execute(
-                        f"SELECT {COLUMNS} FROM {EVENTS} WHERE run_id = %s ORDER BY seq", (run_id,)
-                    ).fetchall()
-                    archive([row_to_event(r) for r in rows])
-                conn.execute(record_heads_sql("%s", "GREATEST"), (run_id,))
-                cur = conn.execute(f"DELETE FROM {EVENTS} WHERE run_id = %s", (run_id,))
-                deleted += cur.rowcount
-        return deleted
+            return delete_runs(conn, runs, archive, "%s", "GREATEST")
 
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
         conn = self._connect(shared=False)

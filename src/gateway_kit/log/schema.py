@@ -16,8 +16,9 @@ COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 # Revision 0001's append lock, one key for the whole database ("gk" + "log").
 ADVISORY_LOCK_KEY = 0x676B_6C6F67
 # Appends take their transaction id and seqs under (APPEND_LOCK_CLASS,
-# hashtext(current_schema())), one lock per log. Appends and retention lock
-# (STREAM_LOCK_CLASS, hashtext(stream)) for each stream they write, until they commit.
+# hashtext(current_schema())), one lock per log. Appends lock (STREAM_LOCK_CLASS,
+# hashtext(stream)) for each stream they write, and retention for each it prunes, until they
+# commit.
 APPEND_LOCK_CLASS = 0x676B
 STREAM_LOCK_CLASS = 0x6773
 # Every process listening for the log's commits holds (LISTENER_LOCK_CLASS,

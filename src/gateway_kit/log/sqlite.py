@@ -19,17 +19,16 @@ from sqlalchemy.engine import make_url
 from .backend import (
     Connections,
     Latest,
+    delete_runs,
     last_seq_sql,
     prunable_runs_sql,
-    record_heads_sql,
-    record_pruned_sql,
     row_to_event,
     select_params,
     select_sql,
 )
 from .database import sqlite_engine
-from .event import TERMINAL_TYPES, Event, NewEvent
-from .schema import COLUMNS, EVENTS, META, STREAM_HEADS, VERSION_TABLE
+from .event import Event, NewEvent
+from .schema import EVENTS, META, STREAM_HEADS, VERSION_TABLE
 
 BUSY_TIMEOUT_MS = 60_000
 WATCH_INTERVAL = 0.2  # seconds between data_version checks while someone is tailing
@@ -45,8 +44,6 @@ HEAD_POS_SQL = (
     f"COALESCE((SELECT pos FROM {EVENTS} WHERE stream = ? ORDER BY seq DESC LIMIT 1), 0), "
     f"COALESCE((SELECT head FROM {STREAM_HEADS} WHERE stream = ?), 0))"
 )
-RECORD_HEADS_SQL = record_heads_sql("?", "max")
-RECORD_PRUNED_SQL = record_pruned_sql("max")
 MAX_KNOWN_HEADS = 10_000  # streams whose head pos the writer remembers between commits
 
 
@@ -178,25 +175,10 @@ class SQLiteBackend:
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
         conn = self._writer
         self._forget_written()  # a stream may lose its head row
-        terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
         conn.execute("BEGIN IMMEDIATE")
         try:
-            runs = [
-                r[0] for r in conn.execute(prunable_runs_sql("?", terminal), (finished_before,))
-            ]
-            deleted = 0
-            if runs:
-                conn.execute(RECORD_PRUNED_SQL)
-            for run_id in runs:
-                if archive is not None:
-                    rows = conn.execute(
-                        f"SELECT {COLUMNS} FROM {EVENTS} WHERE run_id = ? ORDER BY seq", (run_id,)
-                    ).fetchall()
-                    archive([row_to_event(r) for r in rows])
-                conn.execute(RECORD_HEADS_SQL, (run_id,))
-                deleted += conn.execute(
-                    f"DELETE FROM {EVENTS} WHERE run_id = ?", (run_id,)
-                ).rowcount
+            runs = [r[0] for r in conn.execute(prunable_runs_sql("?"), (finished_before,))]
+            deleted = delete_runs(conn, runs, archive, "?", "max")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
