@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from gateway_kit.log import group_commit
 from gateway_kit.log.group_commit import GroupCommit
+
+from ..waiting import wait_until
 
 LONG_LINGER = 30.0
 JOIN_TIMEOUT = 10.0
@@ -85,13 +86,6 @@ def commit() -> Iterator[HeldCommit]:
     held = HeldCommit()
     yield held
     held.release()  # never leave a thread of a failed test waiting
-
-
-def wait_until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + JOIN_TIMEOUT
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.005)
 
 
 def queued(group: GroupCommit[str, str]) -> int:

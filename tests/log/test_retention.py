@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from datetime import timedelta
 
 import psycopg
@@ -14,6 +12,8 @@ from gateway_kit import Event, EventLog
 from gateway_kit.log import postgres
 from gateway_kit.log.postgres import conninfo
 from gateway_kit.log.schema import STREAM_LOCK_CLASS
+
+from ..waiting import wait_until
 
 
 def backdate(log: EventLog, run_id: str, seconds: float) -> None:
@@ -139,24 +139,16 @@ def test_prune_waits_for_an_append_in_flight_to_the_stream(pg_url: str) -> None:
 
 def waiting_for_stream_lock(url: str, stream: str) -> bool:
     """Whether a session waits for `stream`'s lock (an advisory lock on two int4 keys shows
-    the first as classid and the second, as an unsigned oid, as objid)."""
+    the first as classid and the second as objid)."""
     with psycopg.connect(conninfo(url)) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
             "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND classid = %s AND objsubid = 2 "
-            "AND objid::bigint = hashtext(%s)::bigint & 4294967295",
+            "AND classid = %s AND objsubid = 2 AND objid = hashtext(%s)::oid",
             (STREAM_LOCK_CLASS, stream),
         ).fetchone()
     assert row is not None
     return int(row[0]) > 0
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def test_prune_goes_a_few_streams_at_a_time_and_keeps_a_run_s_streams_together(

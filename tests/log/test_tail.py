@@ -14,6 +14,8 @@ from gateway_kit import Event, EventLog
 from gateway_kit.log import postgres
 from gateway_kit.log.schema import NOTIFY_CHANNEL
 
+from ..waiting import wait_until
+
 APPEND_SCRIPT = """
 import sys
 from gateway_kit import EventLog
@@ -194,9 +196,7 @@ def test_no_notify_is_sent_while_no_process_listens_to_the_log(pg_url: str) -> N
             assert list(eavesdropper.notifies(timeout=0.3)) == []
             with EventLog(pg_url) as tailing:
                 tailing._start_watcher()  # a tail that found nothing to read listens
-                deadline = time.monotonic() + 10
-                while not listeners(eavesdropper) and time.monotonic() < deadline:
-                    time.sleep(0.01)
+                wait_until(lambda: listeners(eavesdropper))
                 # The writer found nobody listening a moment ago; it looks again soon.
                 writer.append("s", "Heard")
                 assert len(list(eavesdropper.notifies(timeout=5.0, stop_after=1))) == 1

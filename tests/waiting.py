@@ -1,0 +1,14 @@
+"""Waiting in tests for something another thread or process brings about."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    """Until `condition()` is true, checking every 5 ms; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
