@@ -7,11 +7,13 @@ from .exceptions import (
     InvalidEvent,
     LogClosed,
     PayloadTooLarge,
+    PluginError,
     RunConflict,
     RunError,
     RunNotFound,
     SessionBusy,
     SessionNotFound,
+    SettingsError,
     UpstreamAuthError,
     UpstreamBadRequest,
     UpstreamError,
@@ -20,32 +22,58 @@ from .exceptions import (
     UpstreamUnavailable,
 )
 from .gateway import Gateway
+from .hooks import GuardVeto, Plugins, hookimpl
+from .http.fallback import PrefixNotFound
+from .http.middleware import Middleware
+from .http.mount import Mount
+from .identity import IdentityMiddleware
 from .log import Event, EventLog
+from .principal import ANONYMOUS, Principal
 from .runs import Run, RunStatus
+from .runs.routes import RunRoutes
+from .settings import GatewaySettings
+from .streams import LegacyTaskPoll, StreamRoutes
 from .upstream import GooseUpstream
+from .wrapped import WrappedApp
 
 __all__ = [
+    "ANONYMOUS",
     "Event",
     "EventLog",
     "EventLogError",
     "Gateway",
     "GatewayKitError",
+    "GatewaySettings",
     "GooseUpstream",
+    "GuardVeto",
+    "IdentityMiddleware",
     "InvalidCursor",
     "InvalidEvent",
+    "LegacyTaskPoll",
     "LogClosed",
+    "Middleware",
+    "Mount",
     "PayloadTooLarge",
+    "PluginError",
+    "Plugins",
+    "PrefixNotFound",
+    "Principal",
     "Run",
     "RunConflict",
     "RunError",
     "RunNotFound",
+    "RunRoutes",
     "RunStatus",
     "SessionBusy",
     "SessionNotFound",
+    "SettingsError",
+    "StreamRoutes",
     "UpstreamAuthError",
     "UpstreamBadRequest",
     "UpstreamError",
     "UpstreamHTTPError",
     "UpstreamTooFarBehind",
     "UpstreamUnavailable",
+    "WrappedApp",
+    "hookimpl",
 ]

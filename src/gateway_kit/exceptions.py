@@ -3,6 +3,8 @@
 The tree::
 
     GatewayKitError
+    ├── SettingsError             a setting that cannot work (also a ValueError), at start-up
+    ├── PluginError               a plugin that cannot be loaded, registered or configured
     ├── EventLogError
     │   ├── InvalidEvent          bad stream/type/data: nothing was written
     │   │   └── PayloadTooLarge   encoded data above the configured limit
@@ -26,6 +28,14 @@ from __future__ import annotations
 
 class GatewayKitError(Exception):
     """Base class of every error gateway_kit raises."""
+
+
+class SettingsError(GatewayKitError, ValueError):
+    pass
+
+
+class PluginError(GatewayKitError):
+    pass
 
 
 class EventLogError(GatewayKitError):

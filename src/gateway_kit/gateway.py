@@ -1,69 +1,80 @@
-"""`Gateway`: the ASGI application that serves the event log and wraps the legacy app.
+"""`Gateway`: the ASGI application, a stack of small parts around the wrapped app.
 
-Requests under the prefix are the gateway's own; ``GET /api/tasks/<task_id>`` is answered from
-the log when the log knows that task; everything else goes to the wrapped app. A WSGI app
-(Flask) runs behind `a2wsgi` in a pool of `wsgi_workers` threads, and serves short requests
-only: every long-lived response is served here, in the event loop, from the log.
+`build_middleware_stack` is the one place that orders the parts. A request enters at the top
+and each part serves what is its own or passes it on; `Gateway` adds nothing of its own, and
+each part is a middleware usable alone around any ASGI app.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from a2wsgi import WSGIMiddleware
-
+from .hooks import Plugins
+from .http.fallback import PrefixNotFound
+from .http.middleware import Middleware
+from .http.mount import Mount
+from .identity import IdentityMiddleware
 from .log import EventLog
 from .runs.routes import RunRoutes
 from .runs.service import RunService
 from .runs.store import RunStore
-from .streams import StreamOptions, StreamService
-from .streams.errors import METHOD_NOT_ALLOWED, NOT_FOUND, send_error
-from .streams.request import path_segments
-from .streams.responder import DEFAULT_PING_INTERVAL, DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
-from .types import ASGIApp, Message, Receive, Scope, Send
+from .settings import (
+    DEFAULT_LEGACY_TASKS_PATH,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_PLUGIN_TIMEOUT,
+    DEFAULT_PREFIX,
+    DEFAULT_PUMP_SCAN_INTERVAL,
+    DEFAULT_QUEUE_SIZE,
+    DEFAULT_SEND_TIMEOUT,
+    DEFAULT_WORKING_DIR,
+    DEFAULT_WSGI_WORKERS,
+    GatewaySettings,
+)
+from .streams import LegacyTaskPoll, StreamOptions, StreamRoutes, StreamService
+from .types import ASGIApp, Receive, Scope, Send
 from .upstream.goose import GooseUpstream
 from .upstream.pump import PumpSettings
-from .upstream.pumps import SCAN_INTERVAL, PumpManager
+from .upstream.pumps import PumpManager
+from .wrapped import WrappedApp, is_wsgi
 
 logger = logging.getLogger("gateway_kit")
 
-DEFAULT_PREFIX = "/gateway"
-DEFAULT_WSGI_WORKERS = 10
-LEGACY_TASKS_PATH = "/api/tasks"
+SOCKETIO_PATH = "/socket.io"
 ANONYMOUS_WARNING = (
     "allow_anonymous=True: requests without credentials are served as 'anonymous', allowed "
     "everything. Use this for demos and tests only."
 )
-NOT_FOUND_MESSAGE = "no such gateway endpoint: {path}"
-METHOD_NOT_ALLOWED_MESSAGE = "{method} is not allowed here; use {allowed}"
-BAD_PREFIX = "prefix must start with '/' and name a path, such as '/gateway'; got {prefix!r}"
-UNKNOWN_APP_KIND = (
-    "cannot tell whether {app!r} is a WSGI or an ASGI application; pass wsgi=True or wsgi=False"
-)
 
-# {prefix}/<collection>/<name>/<action>: (method, handler owner, handler name).
-ROUTES = {
-    ("streams", "events"): ("GET", "streams", "stream_events"),
-    ("runs", "events"): ("GET", "streams", "run_events"),
-    ("streams", "runs"): ("POST", "runs", "start"),
-    ("runs", "cancel"): ("POST", "runs", "cancel"),
-    ("runs", None): ("GET", "runs", "show"),
-}
+__all__ = ["Gateway", "is_wsgi"]
 
 
 class Gateway:
-    """The ASGI application: stream serving under `prefix`, the wrapped app everywhere else.
+    """The ASGI application: the gateway's routes under `prefix`, the wrapped app elsewhere.
 
     :param app: the application to wrap: WSGI (a Flask app, mounted through `a2wsgi`) or ASGI;
         None serves only the gateway's own routes.
     :param log: the `EventLog` every stream is read from.
     :param upstream: the `GooseUpstream` runs go to; without one, starting a run is a 501.
-    :param plugins: plugin modules or objects (stored; used by the hooks).
+    :param plugins: plugin modules or objects, registered after the installed ones.
     :param prefix: where the gateway's own routes live.
     :param allow_anonymous: serve requests without credentials as ``anonymous``. Until identity
-        exists every request is served anonymously; True also logs a warning at start-up.
+        resolvers are installed every request is served anonymously; True also logs a warning
+        at start-up.
+    :param plugin_config: settings per plugin name, handed to each plugin's `configure_plugin`
+        (a name no loaded plugin has is an error).
+    :param load_entry_points: also load plugins of other installed distributions (the
+        ``gateway_kit`` entry-point group); the built-ins load either way.
+    :param block_plugins: names of plugins not to load, built-ins included.
+    :param plugin_timeout: seconds an access decision of a plugin may take before it counts as
+        a refusal.
+    :param socketio: an ASGI application served at ``{prefix}/socket.io`` (HTTP and websocket
+        requests, their paths unchanged).
+    :param app_middleware: middleware around the wrapped app only (an observer of its
+        traffic), outermost first: `Middleware` objects or anything iterable as ``(cls, args,
+        kwargs)``, such as Starlette's.
     :param wsgi: whether `app` is WSGI; None guesses (a Flask app, an ``async def __call__``,
         the number of parameters) and raises `TypeError` when it cannot tell.
     :param wsgi_workers: threads serving the WSGI app; each request holds one while it runs.
@@ -72,6 +83,7 @@ class Gateway:
         (noticed within a quarter of that again).
     :param queue_size: live events one SSE client may have waiting before it is disconnected
         (it then resumes by cursor; the others never wait for it).
+    :param max_body_bytes: the largest request body the gateway's routes accept (413 above it).
     :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
     :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
     :param pump_scan_interval: how often this process looks for sessions nobody pumps (their
@@ -88,37 +100,58 @@ class Gateway:
         plugins: Sequence[object] = (),
         prefix: str = DEFAULT_PREFIX,
         allow_anonymous: bool = False,
+        plugin_config: Mapping[str, Mapping[str, Any]] | None = None,
+        load_entry_points: bool = True,
+        block_plugins: Iterable[str] = (),
+        plugin_timeout: float = DEFAULT_PLUGIN_TIMEOUT,
+        socketio: ASGIApp | None = None,
+        app_middleware: Sequence[Iterable[Any]] = (),
         wsgi: bool | None = None,
         wsgi_workers: int = DEFAULT_WSGI_WORKERS,
         ping_interval: float = DEFAULT_PING_INTERVAL,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         queue_size: int = DEFAULT_QUEUE_SIZE,
-        legacy_tasks_path: str | None = LEGACY_TASKS_PATH,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        legacy_tasks_path: str | None = DEFAULT_LEGACY_TASKS_PATH,
         pump_settings: PumpSettings | None = None,
-        pump_scan_interval: float = SCAN_INTERVAL,
-        working_dir: str = ".",
+        pump_scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
+        working_dir: str = DEFAULT_WORKING_DIR,
     ) -> None:
-        prefix = prefix.rstrip("/")
-        if not prefix.startswith("/"):
-            raise ValueError(BAD_PREFIX.format(prefix=prefix))
+        self.settings = GatewaySettings(
+            prefix=prefix,
+            legacy_tasks_path=legacy_tasks_path,
+            wsgi_workers=wsgi_workers,
+            ping_interval=ping_interval,
+            send_timeout=send_timeout,
+            queue_size=queue_size,
+            max_body_bytes=max_body_bytes,
+            plugin_timeout=plugin_timeout,
+            pump_scan_interval=pump_scan_interval,
+            working_dir=working_dir,
+        )
         self.log = log
         self.upstream = upstream
-        self.plugins = tuple(plugins)
-        self.prefix = prefix
         self.allow_anonymous = allow_anonymous
-        self.legacy_tasks_path = legacy_tasks_path.rstrip("/") if legacy_tasks_path else None
-        self.wsgi = False if app is None else (is_wsgi(app) if wsgi is None else wsgi)
-        self.app: ASGIApp | None = None
-        if app is not None:
-            self.app = WSGIMiddleware(app, workers=wsgi_workers) if self.wsgi else app  # type: ignore[arg-type,assignment]
+        self.plugins = Plugins(
+            plugins,
+            config=plugin_config,
+            load_entry_points=load_entry_points,
+            block=block_plugins,
+            timeout=self.settings.plugin_timeout,
+        )
+        self.wrapped = WrappedApp(app, wsgi=wsgi, wsgi_workers=self.settings.wsgi_workers)
+        self.socketio = socketio
+        self.app_middleware = [Middleware.of(m) for m in app_middleware]
         self.streams = StreamService(
             log,
             StreamOptions(
-                ping_interval=ping_interval, send_timeout=send_timeout, queue_size=queue_size
+                ping_interval=self.settings.ping_interval,
+                send_timeout=self.settings.send_timeout,
+                queue_size=self.settings.queue_size,
             ),
         )
         self.pumps: PumpManager | None = None
-        service: RunService | None = None
+        self.runs: RunService | None = None
         if upstream is not None:
             store = RunStore(log.engine)
             self.pumps = PumpManager(
@@ -126,16 +159,58 @@ class Gateway:
                 store=store,
                 upstream=upstream,
                 settings=pump_settings,
-                scan_interval=pump_scan_interval,
+                scan_interval=self.settings.pump_scan_interval,
             )
-            service = RunService(
-                log=log, store=store, upstream=upstream, pumps=self.pumps, working_dir=working_dir
+            self.runs = RunService(
+                log=log,
+                store=store,
+                upstream=upstream,
+                pumps=self.pumps,
+                working_dir=self.settings.working_dir,
             )
-        self.runs = RunRoutes(service)
-        self._prefix_slash = prefix + "/"
-        self._legacy_slash = self.legacy_tasks_path + "/" if self.legacy_tasks_path else None
+        self.stack = self.build_middleware_stack()
         if allow_anonymous:
             logger.warning(ANONYMOUS_WARNING)
+
+    @property
+    def prefix(self) -> str:
+        return self.settings.prefix
+
+    @property
+    def wsgi(self) -> bool:
+        return self.wrapped.wsgi
+
+    def build_middleware_stack(self) -> ASGIApp:
+        """The parts, outermost first; a request goes down the list until a part serves it."""
+        settings, plugins = self.settings, self.plugins
+        prefix = settings.prefix
+        parts = [
+            Middleware(IdentityMiddleware, plugins=plugins),
+            Middleware(
+                StreamRoutes, log=self.log, prefix=prefix, plugins=plugins, service=self.streams
+            ),
+            Middleware(
+                RunRoutes, service=self.runs, prefix=prefix, max_body_bytes=settings.max_body_bytes
+            ),
+        ]
+        if self.socketio is not None:
+            parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=self.socketio))
+        parts.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
+        if settings.legacy_tasks_path is not None:
+            parts.append(
+                Middleware(
+                    LegacyTaskPoll,
+                    log=self.log,
+                    path=settings.legacy_tasks_path,
+                    plugins=plugins,
+                    service=self.streams,
+                )
+            )
+        parts.extend(self.app_middleware)
+        app: ASGIApp = self.wrapped
+        for part in reversed(parts):
+            app = part.build(app)
+        return app
 
     def close_streams(self) -> None:
         """End every open stream now (clients resume by cursor) and refuse new ones until the
@@ -143,102 +218,4 @@ class Gateway:
         self.streams.close_streams()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            path = _relative_path(scope)
-            if path.startswith(self._prefix_slash) or path == self.prefix:
-                await self._own_route(scope, receive, send)
-                return
-            legacy = self._legacy_slash is not None and path.startswith(self._legacy_slash)
-            if legacy and await self._legacy_poll(scope, send):
-                return
-        elif kind == "lifespan":
-            await self._lifespan(scope, receive, send)
-            return
-        await self._wrapped(scope, receive, send)
-
-    async def _own_route(self, scope: Scope, receive: Receive, send: Send) -> None:
-        segments = path_segments(scope)[self.prefix.count("/") :]
-        route = None
-        if len(segments) in (2, 3) and segments[1]:
-            action = segments[2] if len(segments) == 3 else None
-            route = ROUTES.get((segments[0], action))
-        if route is None:
-            await send_error(send, 404, NOT_FOUND, NOT_FOUND_MESSAGE.format(path=scope["path"]))
-            return
-        method, owner, handler = route
-        if scope["method"] != method:
-            await send_error(
-                send,
-                405,
-                METHOD_NOT_ALLOWED,
-                METHOD_NOT_ALLOWED_MESSAGE.format(method=scope["method"], allowed=method),
-                [(b"allow", method.encode())],
-            )
-            return
-        if self.pumps is not None:
-            await self.pumps.start()  # also without a lifespan: adopt orphaned sessions
-        await getattr(getattr(self, owner), handler)(scope, receive, send, segments[1])
-
-    async def _legacy_poll(self, scope: Scope, send: Send) -> bool:
-        assert self.legacy_tasks_path is not None
-        segments = path_segments(scope)[self.legacy_tasks_path.count("/") :]
-        if scope["method"] != "GET" or len(segments) != 1 or not segments[0]:
-            return False
-        return await self.streams.legacy_poll(scope, send, segments[0])
-
-    async def _wrapped(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.app is not None:
-            await self.app(scope, receive, send)
-        elif scope["type"] == "http":
-            await send_error(send, 404, NOT_FOUND, NOT_FOUND_MESSAGE.format(path=scope["path"]))
-        elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1000})
-
-    async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def observed_receive() -> Message:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                self.streams.reopen()
-                if self.pumps is not None:
-                    await self.pumps.start()
-            elif message["type"] == "lifespan.shutdown":
-                self.streams.close_streams()
-                if self.pumps is not None:
-                    await self.pumps.stop()
-            return message
-
-        if self.app is not None and not self.wsgi:
-            await self.app(scope, observed_receive, send)
-            return
-        while True:
-            message = await observed_receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
-
-def is_wsgi(app: object) -> bool:
-    """Guess whether `app` is a WSGI application (True) or an ASGI one (False)."""
-    if hasattr(app, "wsgi_app"):  # Flask, and apps built the same way
-        return True
-    call = app if inspect.isfunction(app) or inspect.ismethod(app) else type(app).__call__
-    if inspect.iscoroutinefunction(call):
-        return False
-    try:
-        params = inspect.signature(app).parameters  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        params = None
-    if params is not None and len(params) in (2, 3):
-        return len(params) == 2
-    raise TypeError(UNKNOWN_APP_KIND.format(app=app))
-
-
-def _relative_path(scope: Scope) -> str:
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root):
-        return path[len(root) :]
-    return path
+        await self.stack(scope, receive, send)

@@ -167,10 +167,15 @@ def test_bad_requests_get_json_errors(log_url: str) -> None:
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
         async with gateway_client(log_url, fake) as (client, _, _):
+            json_type = {"content-type": "application/json"}
             for body in (b"not json", b"[]", b'{"message": ""}', b'{"message": 3}'):
-                answer = await client.post("/gateway/streams/conv/runs", content=body)
+                answer = await client.post(
+                    "/gateway/streams/conv/runs", content=body, headers=json_type
+                )
                 assert answer.status_code == 400
                 assert answer.json()["error"] == "invalid_body"
+            untyped = await client.post("/gateway/streams/conv/runs", content=b'{"message": "x"}')
+            assert (untyped.status_code, untyped.json()["error"]) == (415, "unsupported_media_type")
             missing = await client.post("/gateway/runs/nope/cancel")
             assert (missing.status_code, missing.json()["error"]) == (404, "run_not_found")
             wrong = await client.get("/gateway/streams/conv/runs")

@@ -67,13 +67,17 @@ def test_a_cursor_at_or_past_the_terminal_event_gets_204(
     asyncio.run(main())
 
 
-def test_a_run_without_events_yet_is_waited_for(log: EventLog, gateway: Gateway) -> None:
+@pytest.mark.parametrize("accept", ["text/event-stream", "application/json"])
+def test_a_run_the_log_holds_nothing_of_is_a_404(
+    log: EventLog, gateway: Gateway, accept: str
+) -> None:
+    log.append("conv", "Message", {}, run_id="known")
+
     async def main() -> None:
-        request = Request(gateway, run_path("new")).start()
-        await request.wait_for(lambda r: r.status == 200)
-        await log.aappend("conv", "Finish", {}, run_id="new")
-        await request.finished()
-        assert [e["type"] for e in request.events] == ["Finish"]
+        for run_id in ("unknown", "x" * 300, "nul%00"):
+            request = await Request(gateway, run_path(run_id), headers={"accept": accept}).run()
+            assert request.status == 404, run_id
+            assert request.json()["error"] == "run_not_found"
 
     asyncio.run(main())
 

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 
-from . import db, demo, serve, tail
+from ..exceptions import GatewayKitError
+from ..settings import DATABASE_URL_VAR, DEFAULT_DATABASE_URL, database_url
+from . import db, demo, plugins, serve, tail
 
-DEFAULT_DB = "sqlite:///gateway.db"
-DB_HELP = "database URL (default: $GATEWAY_KIT_DB, else sqlite:///gateway.db)"
-
-
-def default_db() -> str:
-    return os.environ.get("GATEWAY_KIT_DB") or DEFAULT_DB
+DB_HELP = f"database URL (default: ${DATABASE_URL_VAR}, else {DEFAULT_DATABASE_URL})"
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (demo, serve, db, tail):
+    for module in (demo, serve, db, tail, plugins):
         module.register(commands, add_db_option)
     return parser
 
@@ -40,10 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("alembic").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
-    if getattr(args, "db", "") is None:
-        args.db = default_db()
     try:
+        db = getattr(args, "db", "")
+        if db is None or db:  # "" is a command's own default (the demo's file)
+            args.db = database_url(db, source="--db")
         return int(args.run(args))
+    except GatewayKitError as exc:  # a setting or a plugin that cannot work: say which
+        print(f"gateway-kit {args.command}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -25,9 +25,9 @@ from uvicorn.supervisors import Multiprocess
 
 from ..gateway import Gateway
 from ..log import EventLog
+from ..settings import DATABASE_URL_VAR
 from .sockets import listen
 
-DB_VAR = "GATEWAY_KIT_DB"
 TARGET_VAR = "GATEWAY_KIT_SERVE_APP"
 ANONYMOUS_VAR = "GATEWAY_KIT_SERVE_ANONYMOUS"
 DEFAULT_HOST = "127.0.0.1"
@@ -38,7 +38,7 @@ NO_MODULE = "cannot import {module!r}: {error}"
 NO_ATTRIBUTE = "module {module!r} has no attribute {attr!r}"
 DB_NOT_USED = (
     "note: {spec} is a Gateway over its own log ({url}); --db {db} does not change it "
-    "(a module that builds its Gateway from $GATEWAY_KIT_DB would follow --db)"
+    f"(a module that builds its Gateway from ${DATABASE_URL_VAR} would follow --db)"
 )
 
 
@@ -104,11 +104,11 @@ def worker_app() -> Gateway:
     """The app of one worker process (a uvicorn factory): the target, wrapped if need be."""
     target = load_target(os.environ[TARGET_VAR])
     anonymous = os.environ.get(ANONYMOUS_VAR) == "1"
-    return as_gateway(target, os.environ[DB_VAR], allow_anonymous=anonymous)
+    return as_gateway(target, os.environ[DATABASE_URL_VAR], allow_anonymous=anonymous)
 
 
 def run(args: argparse.Namespace) -> int:
-    os.environ[DB_VAR] = args.db
+    os.environ[DATABASE_URL_VAR] = args.db
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # worker processes inherit the path
     try:

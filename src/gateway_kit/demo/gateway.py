@@ -8,7 +8,6 @@ single worker: each worker process would have a goose of its own.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,13 +15,12 @@ import sqlalchemy as sa
 
 from ..gateway import Gateway
 from ..log import EventLog
-from ..log.eventlog import DEFAULT_URL
 from ..runs.tables import sessions
+from ..settings import database_url
 from ..types import Message, Receive, Scope, Send
 from .app import create_app
 from .goose import TYPING_DELAY, SimulatedGoose
 
-DB_VAR = "GATEWAY_KIT_DB"
 
 
 class DemoApp:
@@ -87,7 +85,7 @@ def build_gateway(db_url: str, config: Mapping[str, Any] | None = None) -> Gatew
 def __getattr__(name: str) -> Any:
     # `app` is built on first use, so importing this module opens no database.
     if name == "app":
-        gateway = build_gateway(os.environ.get(DB_VAR) or DEFAULT_URL)
+        gateway = build_gateway(database_url())
         globals()["app"] = gateway
         return gateway
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -127,7 +127,8 @@ class Event:
         )
 
 
-def _check_name(field: str, value: object, *, optional: bool) -> str | None:
+def check_name(field: str, value: object, *, optional: bool = False) -> str | None:
+    """`value` if it can be a stream, type or id of the log; `InvalidEvent` otherwise."""
     if value is None and optional:
         return None
     if not isinstance(value, str) or not value:
@@ -153,8 +154,8 @@ def prepare(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> NewEvent:
     """Validate one event and encode its data; raises `InvalidEvent` before anything is written."""
-    checked_stream = _check_name("stream", stream, optional=False)
-    checked_type = _check_name("type", type, optional=False)
+    checked_stream = check_name("stream", stream, optional=False)
+    checked_type = check_name("type", type, optional=False)
     if data is None:
         data = {}
     elif isinstance(data, Mapping) and not isinstance(data, dict):
@@ -180,8 +181,8 @@ def prepare(
         stream=checked_stream,
         type=checked_type,
         data_json=data_json,
-        run_id=_check_name("run_id", run_id, optional=True),
-        upstream_event_id=_check_name("upstream_event_id", upstream_event_id, optional=True),
+        run_id=check_name("run_id", run_id, optional=True),
+        upstream_event_id=check_name("upstream_event_id", upstream_event_id, optional=True),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..exceptions import InvalidCursor, LogClosed
+from ..settings import DEFAULT_DATABASE_URL, check_database_url
 from . import migrate
 from .backend import Backend, Latest
 from .event import DEFAULT_MAX_PAYLOAD_BYTES, Event, NewEvent, check_cursor, prepare
@@ -25,7 +26,6 @@ from .sqlite import SQLiteBackend
 
 logger = logging.getLogger("gateway_kit.log")
 
-DEFAULT_URL = "sqlite:///gateway.db"
 DEFAULT_READ_LIMIT = 1000
 TAIL_BATCH = 1000
 # A tail re-reads this often even without a notification, in case one was lost.
@@ -33,11 +33,10 @@ IDLE_RECHECK_SECONDS = 2.0
 
 
 def open_backend(url: str) -> Backend:
+    url = check_database_url(url, source="EventLog(url)")
     if url.startswith("sqlite"):
         return SQLiteBackend(url)
-    if url.startswith("postgresql"):
-        return PostgresBackend(url)
-    raise ValueError(f"unsupported database URL {url!r}: use sqlite:///… or postgresql+psycopg://…")
+    return PostgresBackend(url)
 
 
 class EventLog:
@@ -45,7 +44,7 @@ class EventLog:
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
+        url: str = DEFAULT_DATABASE_URL,
         *,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         idle_recheck: float = IDLE_RECHECK_SECONDS,
@@ -101,6 +100,12 @@ class EventLog:
             max_payload_bytes=self.max_payload_bytes,
         )
         return self._submit([item])[0]
+
+    def check(self, **fields: Any) -> None:
+        """Validate an event as `append` would, writing nothing: `InvalidEvent` (or
+        `PayloadTooLarge`) when `append` would refuse it. For checking everything a request
+        will write before its first write."""
+        self._prepare(fields)
 
     def append_many(self, events: Iterable[Mapping[str, Any]]) -> list[Event]:
         """Append several events in one transaction: all of them are written, or none."""

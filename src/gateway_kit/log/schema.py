@@ -26,7 +26,3 @@ STREAM_LOCK_CLASS = 0x6773
 LISTENER_LOCK_CLASS = 0x676C
 NOTIFY_CHANNEL = "gateway_kit_events"
 MIGRATION_LOCK_KEY = 0x676B_6D6967
-
-SESSIONS = "gateway_kit_sessions"
-RUNS = "gateway_kit_runs"
-LEASES = "gateway_kit_leases"

@@ -1,30 +1,45 @@
-"""HTTP routes for runs: start one in a stream, cancel one, read one's state.
+"""`RunRoutes`: the run API, as a middleware usable around any ASGI app.
 
-``POST {prefix}/streams/{stream}/runs`` with ``{"message": "..."}`` answers ``{"run_id", ...}``
-(409 while the stream has an active run); ``POST {prefix}/runs/{run_id}/cancel`` asks goose to
-stop it; ``GET {prefix}/runs/{run_id}`` tells its status.
+    POST {prefix}/streams/{stream}/runs   {"message": "..."} → {"run_id", ...}; 409 while the
+                                          stream has an active run
+    POST {prefix}/runs/{run_id}/cancel    ask goose to stop the run
+    GET  {prefix}/runs/{run_id}           the run's state
+
+A request that cannot be served is refused before anything is written: a body that is not JSON
+(415 without a JSON content type, 413 above the size limit, 400 otherwise), a message that is not
+a non-empty string, or a stream name or message the log cannot hold (400, or 413 when the
+message is too large for one event).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from ..exceptions import RunConflict, RunNotFound, UpstreamError, UpstreamUnavailable
-from ..streams.errors import send_error, send_json_text
-from ..types import Receive, Scope, Send
+from ..exceptions import (
+    InvalidEvent,
+    PayloadTooLarge,
+    RunConflict,
+    RunNotFound,
+    UpstreamError,
+    UpstreamUnavailable,
+)
+from ..http.body import read_json_body
+from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
+from ..http.lifespan import observe_lifespan
+from ..http.request import Request, relative_path
+from ..http.routing import Route, Router
+from ..settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_PREFIX
+from ..types import ASGIApp, Receive, Scope, Send
 from .model import Run
 from .service import RunService
 
-MAX_BODY_BYTES = 1024 * 1024
-INVALID_BODY = "invalid_body"
 RUN_ACTIVE = "run_active"
 RUN_NOT_FOUND = "run_not_found"
+INVALID_RUN = "invalid_run"
 UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 UPSTREAM_ERROR = "upstream_error"
 NO_UPSTREAM = "no_upstream"
 BODY_MESSAGE = 'the body must be a JSON object with a non-empty string "message"'
-TOO_LARGE_MESSAGE = f"the body is larger than {MAX_BODY_BYTES} bytes"
 NO_UPSTREAM_MESSAGE = "this gateway has no upstream: pass Gateway(upstream=GooseUpstream(...))"
 
 
@@ -40,79 +55,87 @@ def run_json(run: Run) -> dict[str, Any]:
     }
 
 
-async def read_json_body(receive: Receive) -> Any:
-    """The request body as JSON; ValueError when too large or not JSON."""
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ValueError("the client left before sending its body")
-        body += message.get("body", b"")
-        if len(body) > MAX_BODY_BYTES:
-            raise ValueError(TOO_LARGE_MESSAGE)
-        if not message.get("more_body", False):
-            break
-    try:
-        return json.loads(body or b"null")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"the body is not JSON: {exc}") from exc
-
-
-async def _answer(send: Send, status: int, document: dict[str, Any]) -> None:
-    await send_json_text(send, status, json.dumps(document, ensure_ascii=False))
-
-
 class RunRoutes:
-    def __init__(self, service: RunService | None) -> None:
-        self.service = service
+    """:param service: what starts and cancels runs; None answers 501 (no upstream).
+    :param prefix: where the routes live.
+    :param max_body_bytes: the largest request body accepted (413 above it).
+    """
 
-    async def start(self, scope: Scope, receive: Receive, send: Send, stream: str) -> None:
-        try:
-            body = await read_json_body(receive)
-        except ValueError as exc:
-            await send_error(send, 400, INVALID_BODY, str(exc))
-            return
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        service: RunService | None,
+        prefix: str = DEFAULT_PREFIX,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self.app = app
+        self.service = service
+        self.max_body_bytes = max_body_bytes
+        self.router = Router(
+            prefix.rstrip("/"),
+            [
+                Route("/streams/{stream}/runs", self.start, methods=("POST",)),
+                Route("/runs/{run_id}/cancel", self.cancel, methods=("POST",)),
+                Route("/runs/{run_id}", self.show),
+            ],
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        service = self.service
+        if scope["type"] == "http":
+            if service is not None and self.router.owns(relative_path(scope)):
+                await service.startup()  # also without a lifespan: adopt orphaned sessions
+            if await self.router.handle(scope, receive, send):
+                return
+        elif scope["type"] == "lifespan" and service is not None:
+            receive = observe_lifespan(receive, startup=service.startup, shutdown=service.shutdown)
+        await self.app(scope, receive, send)
+
+    def _service(self) -> RunService:
+        if self.service is None:
+            raise HTTPError(501, NO_UPSTREAM, NO_UPSTREAM_MESSAGE)
+        return self.service
+
+    async def start(self, request: Request) -> None:
+        body = await read_json_body(request, max_bytes=self.max_body_bytes)
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, str) or not message.strip():
-            await send_error(send, 400, INVALID_BODY, BODY_MESSAGE)
-            return
-        if self.service is None:
-            await send_error(send, 501, NO_UPSTREAM, NO_UPSTREAM_MESSAGE)
-            return
+            raise HTTPError(400, INVALID_BODY, BODY_MESSAGE)
+        service = self._service()
         try:
-            run = await self.service.start(stream, message)
+            run = await service.start(request.path_params["stream"], message)
+        except PayloadTooLarge as exc:
+            raise HTTPError(413, PAYLOAD_TOO_LARGE, str(exc)) from None
+        except InvalidEvent as exc:
+            raise HTTPError(400, INVALID_RUN, str(exc)) from None
         except RunConflict as exc:
-            await send_error(send, 409, RUN_ACTIVE, str(exc))
+            raise HTTPError(409, RUN_ACTIVE, str(exc)) from None
         except UpstreamError as exc:
-            await self._upstream_error(send, exc)
-        else:
-            await _answer(send, 200, run_json(run))
+            raise upstream_error(exc) from None
+        await send_json(request.send, 200, run_json(run))
 
-    async def cancel(self, scope: Scope, receive: Receive, send: Send, run_id: str) -> None:
-        if self.service is None:
-            await send_error(send, 501, NO_UPSTREAM, NO_UPSTREAM_MESSAGE)
-            return
+    async def cancel(self, request: Request) -> None:
+        service = self._service()
         try:
-            run = await self.service.cancel(run_id)
+            run = await service.cancel(request.path_params["run_id"])
         except RunNotFound as exc:
-            await send_error(send, 404, RUN_NOT_FOUND, str(exc))
+            raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
         except UpstreamError as exc:
-            await self._upstream_error(send, exc)
-        else:
-            await _answer(send, 200, run_json(run))
+            raise upstream_error(exc) from None
+        await send_json(request.send, 200, run_json(run))
 
-    async def show(self, scope: Scope, receive: Receive, send: Send, run_id: str) -> None:
+    async def show(self, request: Request) -> None:
+        run_id = request.path_params["run_id"]
         if self.service is None:
-            await send_error(send, 404, RUN_NOT_FOUND, f"no run {run_id!r}")
-            return
+            raise HTTPError(404, RUN_NOT_FOUND, f"no run {run_id!r}")
         try:
             run = await self.service.get(run_id)
         except RunNotFound as exc:
-            await send_error(send, 404, RUN_NOT_FOUND, str(exc))
-        else:
-            await _answer(send, 200, run_json(run))
+            raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
+        await send_json(request.send, 200, run_json(run))
 
-    @staticmethod
-    async def _upstream_error(send: Send, exc: UpstreamError) -> None:
-        code = UPSTREAM_UNAVAILABLE if isinstance(exc, UpstreamUnavailable) else UPSTREAM_ERROR
-        await send_error(send, 502, code, str(exc))
+
+def upstream_error(exc: UpstreamError) -> HTTPError:
+    code = UPSTREAM_UNAVAILABLE if isinstance(exc, UpstreamUnavailable) else UPSTREAM_ERROR
+    return HTTPError(502, code, str(exc))

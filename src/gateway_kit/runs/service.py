@@ -6,22 +6,20 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import TYPE_CHECKING
 
-from ..exceptions import RunConflict, RunNotFound, SessionBusy, UpstreamError
+from ..exceptions import InvalidEvent, RunConflict, RunNotFound, SessionBusy, UpstreamError
 from ..log import EventLog
+from ..log.event import check_name
+from ..settings import DEFAULT_WORKING_DIR
 from .ending import ending_status, terminal_event
 from .model import Run, RunStatus
+from .ports import Pumps, Upstream
 from .store import RunStore
-
-if TYPE_CHECKING:
-    from ..upstream.goose import GooseUpstream
-    from ..upstream.pumps import PumpManager
 
 RUN_STARTED = "RunStarted"
 CANCEL_REQUESTED = "CancelRequested"
 REFUSED_ERROR = "the upstream refused the run: {error}"
-DEFAULT_WORKING_DIR = "."
+NO_RUN = "no run {run_id!r}"
 
 
 class RunService:
@@ -30,8 +28,8 @@ class RunService:
         *,
         log: EventLog,
         store: RunStore,
-        upstream: GooseUpstream,
-        pumps: PumpManager,
+        upstream: Upstream,
+        pumps: Pumps,
         working_dir: str = DEFAULT_WORKING_DIR,
     ) -> None:
         self.log = log
@@ -41,13 +39,19 @@ class RunService:
         self.working_dir = working_dir
 
     async def start(self, stream: str, message: str) -> Run:
-        """Start one agent turn in `stream`; `RunConflict` while another run is active there."""
+        """Start one agent turn in `stream`; `RunConflict` while another run is active there.
+
+        Everything the run will write is checked first: a stream name or message the log
+        cannot hold raises `InvalidEvent` before a session is bound or a run recorded.
+        """
+        run_id = str(uuid.uuid4())
+        started = {"run_id": run_id, "message": message}
+        self.log.check(stream=stream, type=RUN_STARTED, data=started, run_id=run_id)
         await self._settle_ended(stream)
         binding = await asyncio.to_thread(self.store.binding, stream)
         if binding is None:
             session = await self.upstream.start_session(self.working_dir)
             binding = await asyncio.to_thread(self.store.bind, stream, session.id)
-        run_id = str(uuid.uuid4())
         run = Run(
             run_id=run_id,
             stream=stream,
@@ -61,9 +65,12 @@ class RunService:
         )
         # Recorded first: the database's one-active-run index settles races between processes.
         await asyncio.to_thread(self.store.create, run)
-        await self.log.aappend(
-            stream, RUN_STARTED, {"run_id": run_id, "message": message}, run_id=run_id
-        )
+        try:
+            await self.log.aappend(stream, RUN_STARTED, started, run_id=run_id)
+        except BaseException:
+            # A run that never got its first event must not hold the stream for good.
+            await asyncio.to_thread(self.store.end, run_id, RunStatus.FAILED)
+            raise
         try:
             await self.upstream.reply(binding.session_id, message, request_id=run_id)
         except UpstreamError as exc:
@@ -97,9 +104,7 @@ class RunService:
 
     async def cancel(self, run_id: str) -> Run:
         """Ask goose to stop the run; it ends when goose's `Finish` for it arrives."""
-        run = await asyncio.to_thread(self.store.get, run_id)
-        if run is None:
-            raise RunNotFound(f"no run {run_id!r}")
+        run = await self.get(run_id)
         if not run.active or run.cancel_requested:
             return run
         await asyncio.to_thread(self.store.request_cancel, run_id)
@@ -109,7 +114,17 @@ class RunService:
         return await asyncio.to_thread(self.store.get, run_id) or run
 
     async def get(self, run_id: str) -> Run:
+        try:
+            check_name("run_id", run_id)
+        except InvalidEvent:
+            raise RunNotFound(NO_RUN.format(run_id=run_id)) from None
         run = await asyncio.to_thread(self.store.get, run_id)
         if run is None:
-            raise RunNotFound(f"no run {run_id!r}")
+            raise RunNotFound(NO_RUN.format(run_id=run_id))
         return run
+
+    async def startup(self) -> None:
+        await self.pumps.start()
+
+    async def shutdown(self) -> None:
+        await self.pumps.stop()

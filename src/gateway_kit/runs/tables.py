@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ..log.schema import LEASES, RUNS, SESSIONS
+SESSIONS = "gateway_kit_sessions"
+RUNS = "gateway_kit_runs"
+LEASES = "gateway_kit_leases"
 
 metadata = sa.MetaData()
 

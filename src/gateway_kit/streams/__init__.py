@@ -36,7 +36,10 @@ reset envelope.
 
 Run streams: a run's stream ends (the response completes) after its first ``Finish`` or
 ``Error``. A request whose cursor is already at or past that event gets ``204 No Content``, so
-a browser's `EventSource` stops reconnecting. A run with no event yet is waited for.
+a browser's `EventSource` stops reconnecting. A run the log holds no event of is a 404.
+
+Who may read: `authorize_subscription` is asked once per request (never per event), with the
+stream of the request or of the run; a refusal is a 403.
 
 Delivery: a client replays from the log, then gets live events through the process's one live
 reader (`gateway_kit.streams.fanout`), with neither gap nor duplicate across the hand-over. A
@@ -44,7 +47,9 @@ client too slow to keep up (its queue is full) or whose write times out is disco
 resumes by cursor. When the server stops, open streams end (`gateway_kit.streams.shutdown`).
 """
 
+from .legacy import LegacyTaskPoll
 from .responder import StreamOptions
+from .routes import StreamRoutes
 from .service import StreamService
 
-__all__ = ["StreamOptions", "StreamService"]
+__all__ = ["LegacyTaskPoll", "StreamOptions", "StreamRoutes", "StreamService"]

@@ -9,7 +9,9 @@ event's position within its run, `ts` its commit time (epoch seconds). The answe
 event, then ``"completed"`` (``Finish``) or ``"failed"`` (``Error``).
 
 A task the log does not know is not answered here: the request goes on to the wrapped app, so
-a legacy app that still keeps its own deque keeps working while its writes move to the log.
+a legacy app that still keeps its own deque keeps working while its writes move to the log. A
+task the log knows is read only by whom `authorize_subscription` allows to read its stream
+(403 otherwise).
 One answer holds at most `MAX_EVENTS` events, the old deque's capacity; a client that polls
 with `next_offset` gets the rest on its next poll.
 """
@@ -17,34 +19,104 @@ with `next_offset` gets the rest on its next poll.
 from __future__ import annotations
 
 import json
+import logging
+from urllib.parse import unquote
 
+from ..exceptions import InvalidEvent
+from ..hooks import Plugins
+from ..http.errors import FORBIDDEN, HTTPError, send_json_text
+from ..http.request import Request, relative_path
 from ..log import EventLog
-from ..types import Send
-from .errors import INVALID_CURSOR, send_json_text
-from .request import BadRequest
-from .runindex import RunIndex
+from ..log.event import check_name
+from ..settings import DEFAULT_LEGACY_TASKS_PATH
+from ..types import ASGIApp, Receive, Scope, Send
+from .request import INVALID_CURSOR, MAX_SEQ, BadRequest, bounded_int
+from .runindex import RunEntry
+from .service import StreamService, log_unavailable
+
+logger = logging.getLogger("gateway_kit.streams")
 
 MAX_EVENTS = 20_000
 BAD_OFFSET = "from must be a non-negative integer index, got {value!r}"
+OFFSET_TOO_LARGE = "from is larger than any index a task can have, got {value!r}"
 STATUS_BY_TERMINAL = {"Finish": "completed", "Error": "failed"}
 RUNNING = "running"
+REFUSED = "you may not read task {task_id!r}"
+
+
+class LegacyTaskPoll:
+    """Answers ``GET {path}/<task_id>?from=<idx>`` from the log when the log knows the task;
+    every other request passes on to the app below.
+
+    :param log: the log the tasks' events are read from.
+    :param path: where the legacy poll lives.
+    :param plugins: whose `authorize_subscription` decides who reads a task.
+    :param service: the stream machinery to share with other parts (made here when not given).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        log: EventLog,
+        path: str = DEFAULT_LEGACY_TASKS_PATH,
+        plugins: Plugins | None = None,
+        service: StreamService | None = None,
+    ) -> None:
+        self.app = app
+        self.service = service if service is not None else StreamService(log)
+        self.plugins = plugins if plugins is not None else Plugins()
+        self._under = path.rstrip("/") + "/"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            path = relative_path(scope)
+            if path.startswith(self._under):
+                task_id = unquote(path[len(self._under) :])
+                if "/" not in path[len(self._under) :] and task_id:
+                    request = Request(scope, receive, send, {"task_id": task_id})
+                    try:
+                        if await self.poll(request, task_id):
+                            return
+                    except HTTPError as error:
+                        await error.send(send)
+                        return
+        await self.app(scope, receive, send)
+
+    async def poll(self, request: Request, task_id: str) -> bool:
+        """Answer the poll; False (nothing sent) when the log holds no event of the task."""
+        try:
+            check_name("run_id", task_id)
+        except InvalidEvent:
+            return False  # not a task of the log: the app may know it
+        entry = await self.service.run_entry(task_id)
+        if entry is None:
+            return False
+        offset = parse_offset(request.query)
+        if not await self.plugins.authorize_subscription(request.principal, entry.stream):
+            raise HTTPError(403, FORBIDDEN, REFUSED.format(task_id=task_id))
+        try:
+            await serve_legacy_poll(request.send, self.service.log, entry, task_id, offset)
+        except Exception:
+            logger.exception("serving a legacy task poll failed")
+            raise log_unavailable() from None
+        return True
 
 
 def parse_offset(params: dict[str, str]) -> int:
     value = params.get("from", "0").strip() or "0"
     if not (value.isascii() and value.isdigit()):
         raise BadRequest(INVALID_CURSOR, BAD_OFFSET.format(value=params.get("from")))
-    return int(value)
+    offset = bounded_int(value, MAX_SEQ)
+    if offset > MAX_SEQ:
+        raise BadRequest(INVALID_CURSOR, OFFSET_TOO_LARGE.format(value=params.get("from")))
+    return offset
 
 
 async def serve_legacy_poll(
-    send: Send, log: EventLog, runs: RunIndex, task_id: str, params: dict[str, str]
-) -> bool:
-    """Answer the poll; False (nothing sent) when the log holds no event of `task_id`."""
-    entry = await runs.refresh(task_id)
-    if entry is None:
-        return False
-    offset = parse_offset(params)
+    send: Send, log: EventLog, entry: RunEntry, task_id: str, offset: int
+) -> None:
+    """Answer the poll of `task_id`, whose entry the run index holds, from index `offset`."""
     known = len(entry.seqs)
     events = []
     if offset < known:
@@ -66,4 +138,3 @@ async def serve_legacy_poll(
         f'"next_offset":{next_offset}}}'
     )
     await send_json_text(send, 200, text)
-    return True

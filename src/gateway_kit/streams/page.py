@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 
+from ..http.errors import send_json_text
 from ..log import Event, EventLog
 from ..types import Send
 from .cursor import Resume, resume_point
-from .errors import send_json_text
 from .request import Cursor, parse_limit
 
 DEFAULT_PAGE_LIMIT = 1000

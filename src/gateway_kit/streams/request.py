@@ -8,25 +8,40 @@ client gets a reset (see `gateway_kit.streams`), never a silent gap.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote
 
+from ..http.errors import HTTPError
+from ..http.request import header
 from ..types import Scope
-from .errors import INVALID_CURSOR, INVALID_LIMIT
+
+INVALID_CURSOR = "invalid_cursor"
+INVALID_LIMIT = "invalid_limit"
+INVALID_STREAM = "invalid_stream"
 
 # A seq is a 64-bit database integer: a larger cursor cannot be a seq of this log.
 MAX_SEQ = 2**63 - 1
+MAX_SEQ_DIGITS = len(str(MAX_SEQ))
 NOT_AN_INTEGER = "{name} must be a non-negative integer seq (or <epoch>:<seq>), got {value!r}"
 NEGATIVE = "{name} must not be negative, got {value!r}"
 BAD_LIMIT = "limit must be a positive integer, got {value!r}"
 
 
-class BadRequest(ValueError):
+class BadRequest(HTTPError):
     """A request parameter that cannot be served; answered with a 400 JSON error."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(400, code, message)
+
+
+def bounded_int(digits: str, bound: int) -> int:
+    """The value of ASCII `digits`, or `bound` + 1 when it is larger than `bound`.
+
+    Python refuses to convert more than a few thousand digits, and no cursor, limit or index a
+    client may send needs more than a bound's worth of them.
+    """
+    significant = digits.lstrip("0")
+    if len(significant) > len(str(bound)):
+        return bound + 1
+    return min(int(digits), bound + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,35 +56,6 @@ class Cursor:
         return self.after > MAX_SEQ
 
 
-def header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
-def query_params(scope: Scope) -> dict[str, str]:
-    """The query string as a dict; a repeated parameter keeps its first value."""
-    raw = scope.get("query_string", b"")
-    params: dict[str, str] = {}
-    for key, value in parse_qsl(bytes(raw).decode("latin-1"), keep_blank_values=True):
-        params.setdefault(key, value)
-    return params
-
-
-def path_segments(scope: Scope) -> list[str]:
-    """The request path below the root path, split on ``/`` before percent-decoding.
-
-    Splitting the raw path keeps a stream name holding an encoded ``/`` (``%2F``) in one piece.
-    """
-    raw = scope.get("raw_path")
-    path = bytes(raw).decode("latin-1") if raw else scope["path"]
-    root = scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root) :]
-    return [unquote(part) for part in path.split("/")[1:]]
-
-
 def parse_cursor(value: str, *, name: str, epoch: str) -> Cursor:
     text = value.strip()
     given_epoch, sep, seq_text = text.rpartition(":")
@@ -79,7 +65,7 @@ def parse_cursor(value: str, *, name: str, epoch: str) -> Cursor:
         raise BadRequest(INVALID_CURSOR, NEGATIVE.format(name=name, value=value))
     if not (seq_text.isascii() and seq_text.isdigit()):
         raise BadRequest(INVALID_CURSOR, NOT_AN_INTEGER.format(name=name, value=value))
-    seq = int(seq_text)
+    seq = bounded_int(seq_text, MAX_SEQ)
     if sep and given_epoch != epoch:
         return Cursor(seq, foreign_epoch=given_epoch)
     return Cursor(seq)
@@ -102,9 +88,9 @@ def parse_limit(params: dict[str, str], *, default: int, maximum: int) -> int:
     if value is None:
         return default
     text = value.strip()
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or not text.strip("0"):
         raise BadRequest(INVALID_LIMIT, BAD_LIMIT.format(value=value))
-    return min(int(text), maximum)
+    return min(bounded_int(text, maximum), maximum)
 
 
 def wants_json(scope: Scope) -> bool:

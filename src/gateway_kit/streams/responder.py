@@ -33,15 +33,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..log import Event, EventLog
+from ..settings import DEFAULT_PING_INTERVAL, DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
 from ..types import Receive, Send
 from .fanout import STOP_OVERFLOW, Subscription
 from .sse import PING, SSE_HEADERS, frames
 
 logger = logging.getLogger("gateway_kit.streams")
 
-DEFAULT_PING_INTERVAL = 15.0
-DEFAULT_SEND_TIMEOUT = 30.0
-DEFAULT_QUEUE_SIZE = 1024
 REPLAY_PAGE = 1000
 # The closing write may meet a client that stopped reading: it gets little time.
 CLOSE_TIMEOUT = 1.0

@@ -20,9 +20,10 @@ DEFAULT_CAPACITY = 256  # runs kept; the least recently used one is forgotten fi
 
 
 class RunEntry:
-    __slots__ = ("lock", "seqs", "terminal_seq", "terminal_type")
+    __slots__ = ("lock", "seqs", "stream", "terminal_seq", "terminal_type")
 
     def __init__(self) -> None:
+        self.stream = ""  # the stream of the run's first event: whom reading it is asked of
         self.seqs = array("q")
         self.terminal_seq: int | None = None
         self.terminal_type: str | None = None
@@ -52,6 +53,8 @@ class RunIndex:
             while True:
                 events = await self.log.aread(entry.last_seq, None, READ_BATCH, run_id=run_id)
                 for event in events:
+                    if not entry.seqs:
+                        entry.stream = event.stream
                     entry.seqs.append(event.seq)
                     if entry.terminal_seq is None and event.type in TERMINAL_TYPES:
                         entry.terminal_seq = event.seq

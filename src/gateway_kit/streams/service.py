@@ -1,7 +1,9 @@
-"""The stream endpoints of a `Gateway`, and the per-event-loop machinery behind them.
+"""The per-event-loop machinery behind the stream routes, and serving one stream request.
 
 Each event loop that serves requests gets its own fan-out hub, shutdown watch and run index
-(asyncio objects belong to one loop); a process normally runs one.
+(asyncio objects belong to one loop); a process normally runs one. One `StreamService` is shared
+by the parts that read the log (`StreamRoutes`, `LegacyTaskPoll`), so that they share the hub,
+the run index and the shutdown.
 """
 
 from __future__ import annotations
@@ -13,24 +15,29 @@ import threading
 import weakref
 from collections.abc import Callable
 
+from ..http.errors import HTTPError, send_error, send_no_content
+from ..http.request import Request
 from ..log import EventLog
-from ..types import Receive, Scope, Send
 from .cursor import resume_point
-from .errors import LOG_UNAVAILABLE, SHUTTING_DOWN, send_error, send_no_content
 from .fanout import Hub
-from .legacy import serve_legacy_poll
 from .page import serve_page
-from .request import BadRequest, query_params, request_cursor, wants_json
+from .request import Cursor, wants_json
 from .responder import EventStreamResponder, StreamOptions, StreamSource
-from .runindex import RunIndex
+from .runindex import RunEntry, RunIndex
 from .shutdown import ShutdownWatch
 from .sse import reset_frame
 
 logger = logging.getLogger("gateway_kit.streams")
 
+SHUTTING_DOWN = "shutting_down"
+LOG_UNAVAILABLE = "log_unavailable"
 SHUTTING_DOWN_MESSAGE = "the server is shutting down; reconnect with your cursor"
 LOG_UNAVAILABLE_MESSAGE = "the event log cannot be read right now; retry with your cursor"
 RETRY_AFTER = (b"retry-after", b"1")
+
+
+def log_unavailable() -> HTTPError:
+    return HTTPError(503, LOG_UNAVAILABLE, LOG_UNAVAILABLE_MESSAGE, [RETRY_AFTER])
 
 
 class LoopState:
@@ -43,11 +50,11 @@ class LoopState:
 
 
 class StreamService:
-    """Serves the log to clients: SSE, JSON pages and the legacy task poll."""
+    """Serves the log to clients: SSE and JSON pages of a stream or a run."""
 
-    def __init__(self, log: EventLog, options: StreamOptions) -> None:
+    def __init__(self, log: EventLog, options: StreamOptions | None = None) -> None:
         self.log = log
-        self.options = options
+        self.options = options or StreamOptions()
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopState] = (
             weakref.WeakKeyDictionary()
         )
@@ -63,6 +70,14 @@ class StreamService:
                 state.watch.closing = self._closing
         return state
 
+    async def run_entry(self, run_id: str) -> RunEntry | None:
+        """What the log holds of run `run_id` (None: nothing); 503 when it cannot be read."""
+        try:
+            return await self.state().runs.refresh(run_id)
+        except Exception:
+            logger.exception("reading a run from the log failed")
+            raise log_unavailable() from None
+
     # --- shutdown ------------------------------------------------------------------------
 
     def close_streams(self) -> None:
@@ -73,6 +88,12 @@ class StreamService:
     def reopen(self) -> None:
         self._closing = False
         self._each_loop(lambda state: state.watch.reopen())
+
+    async def startup(self) -> None:
+        self.reopen()
+
+    async def shutdown(self) -> None:
+        self.close_streams()
 
     def _each_loop(self, action: Callable[[LoopState], None]) -> None:
         with self._states_lock:
@@ -88,42 +109,29 @@ class StreamService:
                 with contextlib.suppress(RuntimeError):  # that loop is closed
                     loop.call_soon_threadsafe(action, state)
 
-    # --- endpoints -----------------------------------------------------------------------
+    # --- serving -------------------------------------------------------------------------
 
-    async def stream_events(self, scope: Scope, receive: Receive, send: Send, stream: str) -> None:
-        await self._events(scope, receive, send, stream=stream, run_id=None)
-
-    async def run_events(self, scope: Scope, receive: Receive, send: Send, run_id: str) -> None:
-        await self._events(scope, receive, send, stream=None, run_id=run_id)
-
-    async def legacy_poll(self, scope: Scope, send: Send, task_id: str) -> bool:
-        """Answer ``GET /api/tasks/<task_id>``; False when the log does not know the task."""
-        try:
-            return await serve_legacy_poll(
-                send, self.log, self.state().runs, task_id, query_params(scope)
-            )
-        except BadRequest as exc:
-            await send_error(send, 400, exc.code, exc.message)
-        except Exception:
-            logger.exception("serving a legacy task poll failed")
-            await send_error(send, 503, LOG_UNAVAILABLE, LOG_UNAVAILABLE_MESSAGE, [RETRY_AFTER])
-        return True
-
-    async def _events(
-        self, scope: Scope, receive: Receive, send: Send, *, stream: str | None, run_id: str | None
+    async def serve(
+        self,
+        request: Request,
+        cursor: Cursor,
+        *,
+        stream: str | None = None,
+        run: RunEntry | None = None,
+        run_id: str | None = None,
     ) -> None:
-        params = query_params(scope)
-        try:
-            cursor = request_cursor(scope, params, epoch=self.log.epoch)
-            if wants_json(scope):
+        """Serve the events of `stream`, or of run `run_id` (whose `run` entry is known),
+        after `cursor`: a JSON page, or the SSE stream."""
+        send = request.send
+        if wants_json(request.scope):
+            params = request.query
+            try:
                 await serve_page(send, self.log, cursor, params, stream=stream, run_id=run_id)
-                return
-        except BadRequest as exc:
-            await send_error(send, 400, exc.code, exc.message)
-            return
-        except Exception:
-            logger.exception("serving a JSON page failed")
-            await send_error(send, 503, LOG_UNAVAILABLE, LOG_UNAVAILABLE_MESSAGE, [RETRY_AFTER])
+            except HTTPError:
+                raise
+            except Exception:
+                logger.exception("serving a JSON page failed")
+                raise log_unavailable() from None
             return
         state = self.state()
         if state.watch.closing:
@@ -133,8 +141,7 @@ class StreamService:
             sub = await state.hub.subscribe(stream=stream, run_id=run_id)
         except Exception:
             logger.exception("starting the live reader failed")
-            await send_error(send, 503, LOG_UNAVAILABLE, LOG_UNAVAILABLE_MESSAGE, [RETRY_AFTER])
-            return
+            raise log_unavailable() from None
         try:
             try:
                 resume = await resume_point(
@@ -147,17 +154,16 @@ class StreamService:
                     source.first_page = await self.log.aread(
                         resume.after, None, self.options.replay_page, run_id=run_id
                     )
-                    if not source.first_page:
-                        entry = await state.runs.refresh(run_id)
-                        if entry is not None and entry.ended_by(resume.after):
+                    if not source.first_page and run is not None:
+                        run = await state.runs.refresh(run_id) or run
+                        if run.ended_by(resume.after):
                             await send_no_content(send)  # EventSource stops reconnecting
                             return
             except Exception:
                 logger.exception("opening a stream failed")
-                await send_error(send, 503, LOG_UNAVAILABLE, LOG_UNAVAILABLE_MESSAGE, [RETRY_AFTER])
-                return
+                raise log_unavailable() from None
             state.watch.watch(sub, send)
-            await EventStreamResponder(source, self.options, receive, send)()
+            await EventStreamResponder(source, self.options, request.receive, send)()
         finally:
             state.hub.unsubscribe(sub)
             state.watch.forget(sub)

@@ -14,13 +14,13 @@ from typing import Any
 
 from ..log import EventLog
 from ..runs.store import RunStore
+from ..settings import DEFAULT_PUMP_SCAN_INTERVAL
 from .goose import GooseUpstream
 from .lease import Lease
 from .pump import PumpSettings, SessionPump
 
 logger = logging.getLogger("gateway_kit.upstream")
 
-SCAN_INTERVAL = 2.0
 LEASE_PREFIX = "pump:"
 
 
@@ -32,7 +32,7 @@ class PumpManager:
         store: RunStore,
         upstream: GooseUpstream,
         settings: PumpSettings | None = None,
-        scan_interval: float = SCAN_INTERVAL,
+        scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
     ) -> None:
         self.log = log
         self.store = store

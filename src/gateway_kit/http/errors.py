@@ -10,12 +10,13 @@ from collections.abc import Iterable
 
 from ..types import Send
 
-INVALID_CURSOR = "invalid_cursor"
-INVALID_LIMIT = "invalid_limit"
+INVALID_BODY = "invalid_body"
 NOT_FOUND = "not_found"
 METHOD_NOT_ALLOWED = "method_not_allowed"
-SHUTTING_DOWN = "shutting_down"
-LOG_UNAVAILABLE = "log_unavailable"
+PAYLOAD_TOO_LARGE = "payload_too_large"
+UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+UNAUTHENTICATED = "unauthenticated"
+FORBIDDEN = "forbidden"
 
 JSON_TYPE = (b"content-type", b"application/json")
 NO_STORE = (b"cache-control", b"no-store")
@@ -41,11 +42,29 @@ async def send_json_text(send: Send, status: int, text: str, headers: Headers = 
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+async def send_json(send: Send, status: int, document: object, headers: Headers = ()) -> None:
+    await send_json_text(send, status, json.dumps(document, ensure_ascii=False), headers)
+
+
 async def send_error(
     send: Send, status: int, code: str, message: str, headers: Headers = ()
 ) -> None:
-    text = json.dumps({"error": code, "message": message}, ensure_ascii=False)
-    await send_json_text(send, status, text, headers)
+    await send_json(send, status, {"error": code, "message": message}, headers)
+
+
+class HTTPError(Exception):
+    """A request the route cannot serve, answered with the JSON error body: raise it from any
+    depth of a route, and the router sends it."""
+
+    def __init__(self, status: int, code: str, message: str, headers: Headers = ()) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = list(headers)
+
+    async def send(self, send: Send) -> None:
+        await send_error(send, self.status, self.code, self.message, self.headers)
 
 
 async def send_no_content(send: Send) -> None:

@@ -1,0 +1,78 @@
+"""``gateway-kit plugins [MODULE:ATTR]``: the plugins a gateway loads, where from, which hooks.
+
+Without MODULE:ATTR it lists what a `Gateway` made here would load: the built-ins and the
+installed distributions' entry points. With it, the plugins of that `Gateway` (passed in ones
+included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..gateway import Gateway
+from ..hooks import PluginInfo, Plugins
+from .serve import TargetError, load_target
+
+NOT_A_GATEWAY = "{spec} is not a Gateway (a plain app gets the plugins listed without it)"
+COLUMNS = ("NAME", "FROM", "HOOKS")
+
+
+def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
+    listing = commands.add_parser("plugins", help="list the loaded plugins and their hooks")
+    listing.add_argument(
+        "app", nargs="?", metavar="MODULE:ATTR", help="a Gateway whose plugins to list"
+    )
+    listing.add_argument(
+        "--no-entry-points",
+        action="store_true",
+        help="leave out other distributions' plugins (as Gateway(load_entry_points=False))",
+    )
+    listing.add_argument(
+        "--block", action="append", default=[], metavar="NAME", help="leave out this plugin"
+    )
+    listing.add_argument("--json", action="store_true", help="one JSON object per plugin")
+    listing.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.app is None:
+        plugins = Plugins(load_entry_points=not args.no_entry_points, block=args.block)
+    else:
+        try:
+            target = load_target(args.app)
+        except TargetError as exc:
+            print(f"gateway-kit plugins: {exc}", file=sys.stderr)
+            return 2
+        if not isinstance(target, Gateway):
+            print(f"gateway-kit plugins: {NOT_A_GATEWAY.format(spec=args.app)}", file=sys.stderr)
+            return 2
+        plugins = target.plugins
+    infos = plugins.describe()
+    if args.json:
+        for info in infos:
+            print(json.dumps(as_json(info)))
+    else:
+        print(table(infos))
+    return 0
+
+
+def as_json(info: PluginInfo) -> dict[str, object]:
+    return {
+        "name": info.name,
+        "from": info.source.kind,
+        "distribution": info.source.distribution,
+        "version": info.source.version,
+        "hooks": list(info.hooks),
+    }
+
+
+def table(infos: list[PluginInfo]) -> str:
+    rows = [COLUMNS] + [(i.name, str(i.source), ", ".join(i.hooks) or "-") for i in infos]
+    widths = [max(len(row[col]) for row in rows) for col in range(2)]
+    return "\n".join(
+        f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}".rstrip() for row in rows
+    )

@@ -1,0 +1,177 @@
+"""The hooks a gateway_kit plugin may implement, grouped by family.
+
+Hooks are synchronous: an ``async def`` implementation is refused at registration (under
+``firstresult`` a coroutine would win without ever running). Work that must wait on I/O lives in
+an object a hook returns. A hook implementation may take fewer arguments than its spec.
+
+An implementation that raises, or answers something its hook cannot use, is logged with its
+plugin's name and the hook's, and counts as having answered its hook's failure value: ``None``
+for most hooks, a refusal for `authorize_subscription` and `resolve_principal`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .markers import hookspec
+
+if TYPE_CHECKING:
+    from ..log.event import Event
+    from ..principal import Principal
+    from ..types import Scope
+    from .results import GuardVeto
+
+# --- finish guards ---------------------------------------------------------------------------
+
+
+@hookspec
+def finish_guard(run: Any, events: Sequence[Event]) -> GuardVeto | None:
+    """Check that a run really did what its upstream ``Finish`` claims.
+
+    Called after a run's upstream ``Finish``; every guard is asked, and any veto wins: the run
+    gets a follow-up turn naming the veto's reason and missing items, then the guards are asked
+    again.
+
+    :param run: the run (``run_id``, ``stream``, ``status``, ``attempt``).
+    :param events: the run's events so far, oldest first.
+    :returns: ``None`` to pass, or a `GuardVeto` to ask for a follow-up turn.
+    """
+
+
+# --- billing ---------------------------------------------------------------------------------
+
+
+@hookspec
+def bill_run(run: Any, usage: Mapping[str, Any], idempotency_key: str) -> None:
+    """Record what a run cost, once per run.
+
+    Called once when a run ends, whatever is replayed or restarted; a failed delivery is retried
+    with the same key, so a consumer that honours the key bills exactly once.
+
+    :param run: the run that ended.
+    :param usage: the token usage upstream reported, summed over the run's attempts.
+    :param idempotency_key: the same for every delivery of this run's bill.
+    :returns: nothing; the result is ignored.
+    """
+
+
+# --- error classification and recovery -------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def classify_error(error: str, run: Any) -> str | None:
+    """Name the class of an upstream error.
+
+    Called on an upstream ``Error`` event and on upstream failures. Stops at the first
+    non-None result.
+
+    :param error: the upstream's error text.
+    :param run: the run it happened in.
+    :returns: an error class name such as ``"SESSION_VISUAL_CONTEXT_UNSUPPORTED"``, or
+        ``None`` to let the next plugin try.
+    """
+
+
+@hookspec(firstresult=True)
+def plan_recovery(error_class: str, run: Any, attempts: Sequence[Any]) -> Any:
+    """Plan how a run recovers from a classified error.
+
+    Called after `classify_error` named a class. Stops at the first non-None result.
+
+    :param error_class: what `classify_error` answered.
+    :param run: the run.
+    :param attempts: the run's attempts so far, oldest first.
+    :returns: a recovery plan, or ``None`` to let the next plugin try (no plan: the run ends
+        with its ``Error``).
+    """
+
+
+# --- heartbeat -------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def resolve_tmux_session(scope: Scope) -> str | None:
+    """Tell which tmux session an observed request of the wrapped app belongs to.
+
+    Called per request the execution-state observer sees. Stops at the first non-None result.
+
+    :param scope: the request's ASGI scope.
+    :returns: the tmux session id, or ``None`` when the request is none of its business.
+    """
+
+
+@hookspec(firstresult=True)
+def heartbeat_policy(state: Any, now: float) -> str | None:
+    """Override the built-in order of a heartbeat decision.
+
+    Called on every heartbeat decision, before the built-in order. Stops at the first non-None
+    result.
+
+    :param state: the tmux session's execution state.
+    :param now: the time of the decision (epoch seconds).
+    :returns: ``"allow"`` or ``"skip"`` to decide, or ``None`` for the built-in order.
+    """
+
+
+@hookspec(firstresult=True)
+def heartbeat_fallback(tmux_session_id: str) -> str | None:
+    """Decide a heartbeat when the observed state is ``UNKNOWN``.
+
+    Called when the built-in order cannot decide (for example by a tmux pane heuristic). Stops
+    at the first non-None result.
+
+    :param tmux_session_id: the tmux session.
+    :returns: ``"allow"``, ``"skip"``, or ``None`` to let the next plugin try.
+    """
+
+
+# --- identity and authorization --------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def resolve_principal(scope: Scope) -> Principal | None:
+    """Say who a request is from.
+
+    Called once per request by the identity stage, before any route and before the wrapped
+    app, on the event loop: answer from the request and from memory, quickly. Stops at the first
+    non-None result. Raising, answering something that is not a `Principal`, or taking longer
+    than the gateway's ``plugin_timeout`` refuses the request (401).
+
+    :param scope: the request's ASGI scope (headers, client address, ...).
+    :returns: a `Principal`, or ``None`` to let the next resolver try.
+    """
+
+
+@hookspec(firstresult=True)
+def authorize_subscription(principal: Principal, stream: str) -> bool | None:
+    """Decide whether a principal may read a stream.
+
+    Called before any client reads a stream: over SSE, as JSON pages, as a run's stream, and by
+    the legacy task poll; once per request, never per event. It runs in a worker thread, so it
+    may block briefly (a database lookup). Stops at the first non-None result. Raising,
+    answering something that is not a bool, or taking longer than the gateway's
+    ``plugin_timeout`` refuses the read (403).
+
+    :param principal: who asks.
+    :param stream: the stream (conversation) to read.
+    :returns: ``True`` to allow, ``False`` to refuse, or ``None`` to let the next plugin decide
+        (when every plugin says ``None``, nobody but the stream's owner may read it).
+    """
+
+
+# --- plugin settings -------------------------------------------------------------------------
+
+
+@hookspec
+def configure_plugin(config: Mapping[str, Any]) -> None:
+    """Receive this plugin's settings.
+
+    Called once per plugin when the gateway starts, with that plugin's own entry of
+    ``Gateway(plugin_config={name: {...}})`` (an empty mapping when it has none). Raise
+    ``ValueError`` for settings that cannot work: the gateway then refuses to start, naming the
+    plugin.
+
+    :param config: this plugin's settings.
+    :returns: nothing; the result is ignored.
+    """

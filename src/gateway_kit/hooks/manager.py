@@ -1,0 +1,228 @@
+"""`Plugins`: the plugin manager of one gateway, and the calls of the hooks the gateway makes.
+
+One `pluggy.PluginManager` per `Gateway` (never a global), project name and entry-point group
+``gateway_kit``. Plugins come from this distribution's built-in entry points (always), other
+installed distributions' entry points (unless switched off) and ``plugins=`` (passed in), in
+that order; pluggy calls the latest registered first, and the built-ins are ``trylast``, so a
+deployment's plugins are asked before them. Any plugin can be blocked by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+
+from ..exceptions import PluginError
+from ..principal import Principal
+from ..settings import DEFAULT_PLUGIN_TIMEOUT
+from ..types import Scope
+from . import hookspecs
+from .loading import BUILT_IN, PASSED_IN, PluginSource, entry_points, load
+from .markers import PROJECT
+from .policy import CURRENT_CALL, CallProgress, Refused, guarded, logger
+
+# Threads for hooks that may block; a plugin stuck in one never holds up the log's readers.
+HOOK_THREADS = 8
+
+ASYNC_HOOK = "plugin {name!r}: {attr} is async; gateway_kit hooks are synchronous (return an "
+ASYNC_HOOK += "object that does the async work instead)"
+WRAPPER_HOOK = "plugin {name!r}: {attr} is a hook wrapper; gateway_kit hooks take no wrappers"
+UNKNOWN_HOOK = "plugin {name!r} implements a hook gateway_kit does not have: {error}"
+DUPLICATE = "cannot register plugin {name!r}: {error} (give the object a distinct __name__)"
+UNKNOWN_CONFIG = "plugin_config names {names}, which {verb} no loaded plugin; loaded: {loaded}"
+BAD_CONFIG = "plugin_config[{name!r}] must be a mapping of settings, got {value!r}"
+UNANSWERED = "plugin %r did not answer authorize_subscription within %g s; the read is refused"
+NOBODY_DECIDED = "no plugin decided whether %r may read stream %r; refused"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginInfo:
+    """One loaded plugin, as ``gateway-kit plugins`` lists it."""
+
+    name: str
+    source: PluginSource
+    hooks: tuple[str, ...]
+
+
+class _Manager(pluggy.PluginManager):
+    """pluggy's manager, with every hook implementation `guarded` as it is registered."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(PROJECT)
+        self.timeout = timeout
+
+    def get_canonical_name(self, plugin: object) -> str:
+        name = getattr(plugin, "__name__", None)
+        if isinstance(name, str) and name:
+            return name
+        kind = type(plugin)
+        return f"{kind.__module__}.{kind.__qualname__}"
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        try:
+            registered = super().register(plugin, name)
+        except ValueError as exc:
+            raise PluginError(DUPLICATE.format(name=name or plugin, error=exc)) from exc
+        if registered is None:
+            return None  # blocked
+        try:
+            for caller in self.get_hookcallers(plugin) or ():
+                for impl in caller.get_hookimpls():
+                    if impl.plugin is plugin:
+                        self._check(registered, impl)
+                        # pluggy types it Final; replacing it routes every call through the guard.
+                        impl.function = guarded(  # type: ignore[misc]
+                            impl.function, registered, caller.name, timeout=self.timeout
+                        )
+        except PluginError:
+            self.unregister(plugin)
+            raise
+        return registered
+
+    @staticmethod
+    def _check(name: str, impl: Any) -> None:
+        attr = getattr(impl.function, "__name__", repr(impl.function))
+        if impl.wrapper or impl.hookwrapper:
+            raise PluginError(WRAPPER_HOOK.format(name=name, attr=attr))
+        function = inspect.unwrap(impl.function)
+        if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+            raise PluginError(ASYNC_HOOK.format(name=name, attr=attr))
+
+
+class Plugins:
+    """The plugins of one gateway.
+
+    :param plugins: plugin modules or objects to register (an object's name is its
+        ``__name__``, else its class's qualified name).
+    :param config: settings per plugin name, handed to each plugin's `configure_plugin`.
+    :param load_entry_points: also load other installed distributions' plugins.
+    :param block: names of plugins not to register (built-ins included).
+    :param timeout: seconds an access decision (`resolve_principal`, `authorize_subscription`)
+        may take before it counts as a refusal.
+    """
+
+    def __init__(
+        self,
+        plugins: Sequence[object] = (),
+        *,
+        config: Mapping[str, Mapping[str, Any]] | None = None,
+        load_entry_points: bool = True,
+        block: Iterable[str] = (),
+        timeout: float = DEFAULT_PLUGIN_TIMEOUT,
+    ) -> None:
+        self.timeout = timeout
+        self.manager = _Manager(timeout)
+        self.manager.add_hookspecs(hookspecs)
+        self.blocked = frozenset(block)
+        for name in self.blocked:
+            self.manager.set_blocked(name)
+        self.sources: dict[str, PluginSource] = {}
+        for entry, source in entry_points():
+            if not load_entry_points and source.kind != BUILT_IN:
+                continue
+            if entry.name not in self.blocked and self.manager.get_plugin(entry.name) is None:
+                self._register(load(entry, source), entry.name, source)
+        for plugin in plugins:
+            self._register(plugin, None, PluginSource(PASSED_IN))
+        self._check_pending()
+        self._configure(config or {})
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def hook(self) -> Any:
+        """pluggy's hook relay: ``plugins.hook.finish_guard(run=..., events=...)``."""
+        return self.manager.hook
+
+    def _register(self, plugin: object, name: str | None, source: PluginSource) -> None:
+        registered = self.manager.register(plugin, name)
+        if registered is not None:
+            self.sources[registered] = source
+
+    def _check_pending(self) -> None:
+        """A hook implementation no spec names is a typo; say so at start-up."""
+        try:
+            self.manager.check_pending()
+        except pluggy.PluginValidationError as exc:
+            name = self.manager.get_name(exc.plugin) or exc.plugin
+            raise PluginError(UNKNOWN_HOOK.format(name=name, error=exc)) from exc
+
+    def _configure(self, config: Mapping[str, Mapping[str, Any]]) -> None:
+        unknown = sorted(set(config) - set(self.sources) - self.blocked)
+        if unknown:
+            raise PluginError(
+                UNKNOWN_CONFIG.format(
+                    names=", ".join(map(repr, unknown)),
+                    verb="is" if len(unknown) == 1 else "are",
+                    loaded=", ".join(sorted(self.sources)) or "none",
+                )
+            )
+        for name, settings in config.items():
+            if not isinstance(settings, Mapping):
+                raise PluginError(BAD_CONFIG.format(name=name, value=settings))
+        for impl in self.manager.hook.configure_plugin.get_hookimpls():
+            impl.function(config.get(impl.plugin_name, {}))
+
+    def describe(self) -> list[PluginInfo]:
+        """The loaded plugins, in the order they were registered."""
+        return [
+            PluginInfo(
+                name=name,
+                source=self.sources[name],
+                hooks=tuple(sorted(c.name for c in self.manager.get_hookcallers(plugin) or ())),
+            )
+            for name, plugin in self.manager.list_name_plugin()
+            if name in self.sources
+        ]
+
+    # --- the access decisions ----------------------------------------------------------------
+
+    def resolve_principal(self, scope: Scope) -> Principal | Refused | None:
+        """Who `scope` is from: a `Principal`, `REFUSED` (a resolver failed), or None."""
+        answer: Principal | Refused | None = self.manager.hook.resolve_principal(scope=scope)
+        return answer
+
+    async def authorize_subscription(self, principal: Principal, stream: str) -> bool:
+        """Whether `principal` may read `stream`; asked off the event loop, within the timeout."""
+        progress = CallProgress()
+
+        def ask() -> bool | None:
+            CURRENT_CALL.set(progress)  # this thread's copy of the caller's context
+            answer: bool | None = self.manager.hook.authorize_subscription(
+                principal=principal, stream=stream
+            )
+            return answer
+
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.timeout):
+                answer = await loop.run_in_executor(self._threads(), _in_context(ask))
+        except TimeoutError:
+            logger.error(UNANSWERED, progress.plugin, self.timeout)
+            return False
+        if answer is None:
+            # Every plugin deferred: the stream's owner only, and no owner is recorded.
+            logger.warning(NOBODY_DECIDED, principal.user_id, stream)
+            return False
+        return answer is True
+
+    def _threads(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(HOOK_THREADS, thread_name_prefix="gateway-kit-hook")
+        return self._executor
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+
+def _in_context(function: Any) -> Any:
+    context = contextvars.copy_context()
+    return lambda: context.run(function)

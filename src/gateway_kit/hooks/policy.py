@@ -1,0 +1,124 @@
+"""What each hook's answer may be, and what an implementation that fails counts as.
+
+Every hook implementation runs inside `guarded`: an exception, an answer its hook cannot use, or
+(for the hooks that decide who gets in) an answer slower than the plugin timeout is logged with
+the plugin's and the hook's name and replaced by the hook's failure value. Decisions about
+access fail closed: a failed `resolve_principal` is `REFUSED` (a 401), a failed
+`authorize_subscription` is ``False`` (a 403). A failed `configure_plugin` stops the start-up.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..exceptions import PluginError
+from ..principal import Principal
+from .results import GuardVeto
+
+logger = logging.getLogger("gateway_kit.plugins")
+
+RAISED = "plugin %r raised in hook %s; counted as %r"
+NONSENSE = "plugin %r answered %r to hook %s, which expects %s; counted as %r"
+TOO_SLOW = "plugin %r took %.3g s to answer hook %s, over the plugin timeout of %g s; counted as %r"
+CONFIG_FAILED = "plugin {name!r} refused its settings: {error}"
+
+
+class Refused:
+    """The answer of a failed identity plugin: the request is refused, no other resolver asked."""
+
+    def __repr__(self) -> str:
+        return "REFUSED"
+
+
+REFUSED = Refused()
+RAISE = object()  # the failure "value" of hooks whose failure must stop the start-up
+
+
+@dataclass(frozen=True, slots=True)
+class HookPolicy:
+    accepts: Callable[[object], bool]
+    expects: str  # for the log, when an answer is not accepted
+    on_failure: object = None
+    timed: bool = False  # an answer slower than the plugin timeout counts as a failure
+
+
+def _anything(value: object) -> bool:
+    return True
+
+
+def _optional(*types: type) -> Callable[[object], bool]:
+    return lambda value: value is None or (isinstance(value, types) and value != "")
+
+
+def _one_of(*choices: object) -> Callable[[object], bool]:
+    return lambda value: value in choices
+
+
+POLICIES: dict[str, HookPolicy] = {
+    "finish_guard": HookPolicy(_optional(GuardVeto), "None or a GuardVeto"),
+    "bill_run": HookPolicy(_anything, "anything"),
+    "classify_error": HookPolicy(_optional(str), "None or an error class name"),
+    "plan_recovery": HookPolicy(_anything, "None or a recovery plan"),
+    "resolve_tmux_session": HookPolicy(_optional(str), "None or a tmux session id"),
+    "heartbeat_policy": HookPolicy(_one_of(None, "allow", "skip"), "None, 'allow' or 'skip'"),
+    "heartbeat_fallback": HookPolicy(_one_of(None, "allow", "skip"), "None, 'allow' or 'skip'"),
+    "resolve_principal": HookPolicy(
+        _optional(Principal), "None or a Principal", on_failure=REFUSED, timed=True
+    ),
+    "authorize_subscription": HookPolicy(
+        lambda value: value is None or isinstance(value, bool),
+        "True, False or None",
+        on_failure=False,
+        timed=True,
+    ),
+    "configure_plugin": HookPolicy(_anything, "anything", on_failure=RAISE),
+}
+
+
+@dataclass(slots=True)
+class CallProgress:
+    """Which plugin a hook call running in another thread is in, for the log of a timeout."""
+
+    plugin: str | None = None
+
+
+CURRENT_CALL: contextvars.ContextVar[CallProgress | None] = contextvars.ContextVar(
+    "gateway_kit_current_call", default=None
+)
+
+
+def guarded(
+    function: Callable[..., Any], plugin: str, hook: str, *, timeout: float
+) -> Callable[..., Any]:
+    """`function`, an implementation of `hook` by `plugin`, made to fail as its policy says."""
+    policy = POLICIES.get(hook, HookPolicy(_anything, "anything"))
+
+    def call(*args: Any) -> Any:
+        progress = CURRENT_CALL.get()
+        if progress is not None:
+            progress.plugin = plugin
+        started = time.monotonic()
+        try:
+            answer = function(*args)
+        except Exception as exc:
+            if policy.on_failure is RAISE:
+                raise PluginError(CONFIG_FAILED.format(name=plugin, error=exc)) from exc
+            logger.exception(RAISED, plugin, hook, policy.on_failure)
+            return policy.on_failure
+        if not policy.accepts(answer):
+            logger.error(NONSENSE, plugin, answer, hook, policy.expects, policy.on_failure)
+            return policy.on_failure
+        if policy.timed:
+            elapsed = time.monotonic() - started
+            if elapsed > timeout:
+                logger.error(TOO_SLOW, plugin, elapsed, hook, timeout, policy.on_failure)
+                return policy.on_failure
+        return answer
+
+    call.__wrapped__ = function  # type: ignore[attr-defined]
+    return call

@@ -1,0 +1,78 @@
+"""One request to a route of the stack, and the helpers that read a scope."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, unquote
+
+from ..principal import ANONYMOUS, Principal, principal_of
+from ..types import Receive, Scope, Send
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of header `name` (lower case), decoded as latin-1 like every header."""
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def query_params(scope: Scope) -> dict[str, str]:
+    """The query string as a dict; a repeated parameter keeps its first value."""
+    raw = scope.get("query_string", b"")
+    params: dict[str, str] = {}
+    for key, value in parse_qsl(bytes(raw).decode("latin-1"), keep_blank_values=True):
+        params.setdefault(key, value)
+    return params
+
+
+def relative_path(scope: Scope) -> str:
+    """The raw (still percent-encoded) request path below the root path."""
+    raw = scope.get("raw_path")
+    path = bytes(raw).decode("latin-1") if raw else scope["path"]
+    path = path.partition("?")[0]  # a server may leave the query on raw_path
+    root = scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    return path
+
+
+def path_segments(scope: Scope) -> list[str]:
+    """The request path below the root path, split on ``/`` before percent-decoding.
+
+    Splitting the raw path keeps a stream name holding an encoded ``/`` (``%2F``) in one piece.
+    """
+    return [unquote(part) for part in relative_path(scope).split("/")[1:]]
+
+
+class Request:
+    """What a route's endpoint gets: the ASGI channels, the path parameters, the query."""
+
+    __slots__ = ("_query", "path_params", "receive", "scope", "send")
+
+    def __init__(
+        self, scope: Scope, receive: Receive, send: Send, path_params: dict[str, str]
+    ) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.path_params = path_params
+        self._query: dict[str, str] | None = None
+
+    @property
+    def method(self) -> str:
+        method: str = self.scope["method"]
+        return method
+
+    @property
+    def query(self) -> dict[str, str]:
+        if self._query is None:
+            self._query = query_params(self.scope)
+        return self._query
+
+    def header(self, name: bytes) -> str | None:
+        return header(self.scope, name)
+
+    @property
+    def principal(self) -> Principal:
+        """Who is asking, as the identity stage resolved it; `ANONYMOUS` without that stage."""
+        return principal_of(self.scope) or ANONYMOUS

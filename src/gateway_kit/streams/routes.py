@@ -1,0 +1,101 @@
+"""`StreamRoutes`: the stream endpoints, as a middleware usable around any ASGI app.
+
+    GET {prefix}/streams/{stream}/events   SSE of a stream (a JSON page with Accept: JSON)
+    GET {prefix}/runs/{run_id}/events      SSE of one run; ends after its Finish or Error
+
+Before anything is read, the request is checked: a stream name the log cannot hold is a 400
+``invalid_stream``, a run the log holds no event of is a 404 ``run_not_found`` (every run the
+gateway starts has its first event before its id is handed out), a bad cursor or limit a 400,
+and `authorize_subscription` decides whether the principal may read the stream (403
+``forbidden``). Every other request passes on to the app below.
+"""
+
+from __future__ import annotations
+
+from ..exceptions import InvalidEvent
+from ..hooks import Plugins
+from ..http.errors import FORBIDDEN, HTTPError
+from ..http.lifespan import observe_lifespan
+from ..http.request import Request
+from ..http.routing import Route, Router
+from ..log import EventLog
+from ..log.event import check_name
+from ..settings import DEFAULT_PREFIX
+from ..types import ASGIApp, Receive, Scope, Send
+from .request import INVALID_STREAM, BadRequest, request_cursor
+from .responder import StreamOptions
+from .service import StreamService
+
+RUN_NOT_FOUND = "run_not_found"
+NO_SUCH_RUN = "the log holds no event of run {run_id!r}"
+BAD_STREAM = "{error}: no stream can have that name"
+REFUSED = "you may not read stream {stream!r}"
+
+
+class StreamRoutes:
+    """:param log: the log the streams are read from.
+    :param prefix: where the routes live.
+    :param options: pings, timeouts and queue sizes of the SSE responses.
+    :param plugins: whose `authorize_subscription` decides who reads what (a `Plugins` of the
+        built-ins when not given).
+    :param service: the stream machinery to share with other parts (made here when not given).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        log: EventLog,
+        prefix: str = DEFAULT_PREFIX,
+        options: StreamOptions | None = None,
+        plugins: Plugins | None = None,
+        service: StreamService | None = None,
+    ) -> None:
+        self.app = app
+        self.service = service if service is not None else StreamService(log, options)
+        self.plugins = plugins if plugins is not None else Plugins()
+        self.router = Router(
+            prefix.rstrip("/"),
+            [
+                Route("/streams/{stream}/events", self.stream_events),
+                Route("/runs/{run_id}/events", self.run_events),
+            ],
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            if await self.router.handle(scope, receive, send):
+                return
+        elif scope["type"] == "lifespan":
+            service = self.service
+            receive = observe_lifespan(receive, startup=service.startup, shutdown=service.shutdown)
+        await self.app(scope, receive, send)
+
+    async def stream_events(self, request: Request) -> None:
+        stream = request.path_params["stream"]
+        try:
+            check_name("stream", stream)
+        except InvalidEvent as exc:
+            raise BadRequest(INVALID_STREAM, BAD_STREAM.format(error=exc)) from None
+        cursor = request_cursor(request.scope, request.query, epoch=self.service.log.epoch)
+        await self.authorize(request, stream)
+        await self.service.serve(request, cursor, stream=stream)
+
+    async def run_events(self, request: Request) -> None:
+        run_id = request.path_params["run_id"]
+        cursor = request_cursor(request.scope, request.query, epoch=self.service.log.epoch)
+        entry = None
+        try:
+            check_name("run_id", run_id)
+        except InvalidEvent:
+            pass  # no run can have that id: a 404 like any unknown run
+        else:
+            entry = await self.service.run_entry(run_id)
+        if entry is None:
+            raise HTTPError(404, RUN_NOT_FOUND, NO_SUCH_RUN.format(run_id=run_id))
+        await self.authorize(request, entry.stream)
+        await self.service.serve(request, cursor, run=entry, run_id=run_id)
+
+    async def authorize(self, request: Request, stream: str) -> None:
+        if not await self.plugins.authorize_subscription(request.principal, stream):
+            raise HTTPError(403, FORBIDDEN, REFUSED.format(stream=stream))

@@ -1,0 +1,76 @@
+"""`WrappedApp`: the legacy application at the bottom of the stack, WSGI or ASGI.
+
+A WSGI app (Flask) runs behind `a2wsgi` in a pool of `wsgi_workers` threads and serves short
+requests only: every long-lived response is served above it, in the event loop, from the log.
+An ASGI app gets every message as it came, lifespan included. For a WSGI app, or none, the
+lifespan is answered here, and without an app a request is a JSON 404. An observer of the
+wrapped app's traffic is a middleware around this part (`Gateway(app_middleware=...)`).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from a2wsgi import WSGIMiddleware
+
+from .http.fallback import not_found
+from .settings import DEFAULT_WSGI_WORKERS
+from .types import ASGIApp, Receive, Scope, Send
+
+UNKNOWN_APP_KIND = (
+    "cannot tell whether {app!r} is a WSGI or an ASGI application; pass wsgi=True or wsgi=False"
+)
+
+
+def is_wsgi(app: object) -> bool:
+    """Guess whether `app` is a WSGI application (True) or an ASGI one (False)."""
+    if hasattr(app, "wsgi_app"):  # Flask, and apps built the same way
+        return True
+    call = app if inspect.isfunction(app) or inspect.ismethod(app) else type(app).__call__
+    if inspect.iscoroutinefunction(call):
+        return False
+    try:
+        params = inspect.signature(app).parameters  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        params = None
+    if params is not None and len(params) in (2, 3):
+        return len(params) == 2
+    raise TypeError(UNKNOWN_APP_KIND.format(app=app))
+
+
+class WrappedApp:
+    """:param app: the WSGI or ASGI application, or None.
+    :param wsgi: whether `app` is WSGI; None guesses (`is_wsgi`).
+    :param wsgi_workers: threads serving a WSGI app; each request holds one while it runs.
+    """
+
+    def __init__(
+        self,
+        app: object | None,
+        *,
+        wsgi: bool | None = None,
+        wsgi_workers: int = DEFAULT_WSGI_WORKERS,
+    ) -> None:
+        self.wsgi = False if app is None else (is_wsgi(app) if wsgi is None else wsgi)
+        self.app: ASGIApp | None = None
+        if app is not None:
+            self.app = WSGIMiddleware(app, workers=wsgi_workers) if self.wsgi else app  # type: ignore[arg-type,assignment]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" and (self.app is None or self.wsgi):
+            await answer_lifespan(receive, send)
+        elif self.app is not None:
+            await self.app(scope, receive, send)
+        else:
+            await not_found(scope, receive, send)
+
+
+async def answer_lifespan(receive: Receive, send: Send) -> None:
+    """Complete start-up and shut-down for an app that has no lifespan of its own."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
