@@ -12,13 +12,18 @@ import httpx
 import pytest
 from flask import Flask
 from starlette.applications import Starlette
+from starlette.middleware import Middleware as StarletteMiddleware
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from websockets.asyncio.client import connect
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, Middleware, WrappedApp
 from gateway_kit.gateway import is_wsgi
+from gateway_kit.principal import principal_of
 from gateway_kit.types import Message
+
+from .serving import serve_in_thread
 
 
 @pytest.fixture
@@ -179,3 +184,101 @@ def test_a_websocket_without_a_wrapped_app_is_closed(log: EventLog) -> None:
         return sent
 
     assert asyncio.run(main()) == [{"type": "websocket.close", "code": 1000}]
+
+
+class Observer:
+    """An observer of the wrapped app's traffic: the status of every response it saw."""
+
+    def __init__(self, app: Any, *, seen: list[tuple[str, int]]) -> None:
+        self.app = app
+        self.seen = seen
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def observed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.seen.append((scope["path"], message["status"]))
+            await send(message)
+
+        await self.app(scope, receive, observed)
+
+
+@pytest.mark.parametrize("starlette_style", [False, True])
+def test_app_middleware_observes_the_wrapped_apps_traffic_only(
+    log: EventLog, starlette_style: bool
+) -> None:
+    log.append("conv", "Message", {}, run_id="task-1")
+    seen: list[tuple[str, int]] = []
+    middleware = (StarletteMiddleware if starlette_style else Middleware)(Observer, seen=seen)
+    gateway = Gateway(flask_app(), log=log, app_middleware=[middleware])
+    assert get(gateway, "/hello").status_code == 200
+    assert get(gateway, "/api/tasks/task-1").status_code == 200  # served from the log
+    assert get(gateway, "/gateway/streams/conv/events", headers={"accept": "application/json"})
+    assert get(gateway, "/gateway/nothing").status_code == 404
+    assert get(gateway, "/api/tasks/unknown").status_code == 404  # Flask's
+    assert seen == [("/hello", 200), ("/api/tasks/unknown", 404)]
+
+
+def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
+    async def socketio(scope: Any, receive: Any, send: Any) -> None:
+        pass
+
+    seen: list[tuple[str, int]] = []
+    gateway = Gateway(
+        flask_app(), log=log, socketio=socketio, app_middleware=[Middleware(Observer, seen=seen)]
+    )
+    parts, app = [], gateway.stack
+    while app is not None:
+        parts.append(type(app).__name__)
+        app = getattr(app, "app", None) if not isinstance(app, WrappedApp) else None
+    assert parts == [
+        "IdentityMiddleware",
+        "StreamRoutes",
+        "RunRoutes",
+        "Mount",
+        "PrefixNotFound",
+        "LegacyTaskPoll",
+        "Observer",
+        "WrappedApp",
+    ]
+
+
+def test_the_socketio_mount_gets_http_and_websocket_requests_over_a_real_server(
+    log: EventLog,
+) -> None:
+    seen: list[tuple[str, str, str | None]] = []
+
+    async def socketio(scope: Any, receive: Any, send: Any) -> None:
+        principal = principal_of(scope)
+        seen.append((scope["type"], scope["path"], principal.user_id if principal else None))
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": scope["method"].encode()})
+            return
+        assert (await receive())["type"] == "websocket.connect"
+        await send({"type": "websocket.accept"})
+        message = await receive()
+        await send({"type": "websocket.send", "text": "echo " + message["text"]})
+        await send({"type": "websocket.close", "code": 1000})
+
+    gateway = Gateway(flask_app(), log=log, socketio=socketio)
+
+    async def main(url: str) -> None:
+        async with httpx.AsyncClient(base_url=url) as client:
+            polled = await client.get("/gateway/socket.io/", params={"EIO": "4"})
+            posted = await client.post("/gateway/socket.io/", params={"EIO": "4"}, content=b"2")
+            assert (polled.text, posted.text) == ("GET", "POST")
+            assert (await client.get("/hello")).json() == {"from": "flask"}
+        ws_url = url.replace("http://", "ws://") + "/gateway/socket.io/?EIO=4&transport=websocket"
+        async with connect(ws_url) as websocket:
+            await websocket.send("hello")
+            assert await websocket.recv() == "echo hello"
+
+    with serve_in_thread(gateway) as url:
+        asyncio.run(main(url))
+    assert [kind for kind, _, _ in seen] == ["http", "http", "websocket"]
+    assert {path for _, path, _ in seen} == {"/gateway/socket.io/"}
+    assert {user for _, _, user in seen} == {"anonymous"}  # identity ran first

@@ -10,12 +10,11 @@
 
 from __future__ import annotations
 
-import os
-
 from gateway_kit import EventLog, Gateway
 from gateway_kit.demo import create_app
+from gateway_kit.settings import database_url
 
-log = EventLog(os.environ.get("GATEWAY_KIT_DB") or "sqlite:///gateway.db")
+log = EventLog(database_url())  # $GATEWAY_KIT_DB, else sqlite:///gateway.db
 flask_app = create_app()
 
 # Step 2. Without this line the app keeps its events in its deques (step 1): it works either way.

@@ -78,10 +78,13 @@ def positive_int(text: str) -> int:
 
 
 def load_target(spec: str) -> object:
-    """The object MODULE:ATTR names (ATTR may be dotted)."""
+    """The object MODULE:ATTR names (ATTR may be dotted); MODULE is looked for in the current
+    directory first, as uvicorn does."""
     module_name, _, attrs = spec.partition(":")
     if not module_name or not attrs:
         raise TargetError(BAD_TARGET.format(spec=spec))
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # worker processes inherit the path
     try:
         target: object = importlib.import_module(module_name)
     except ImportError as exc:
@@ -109,8 +112,6 @@ def worker_app() -> Gateway:
 
 def run(args: argparse.Namespace) -> int:
     os.environ[DATABASE_URL_VAR] = args.db
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # worker processes inherit the path
     try:
         target = load_target(args.app)
     except TargetError as exc:

@@ -1,0 +1,79 @@
+"""``gateway-kit plugins``: the loaded plugins, where each comes from, and its hooks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+GATEWAY_KIT = str(Path(sys.executable).parent / "gateway-kit")
+
+APP_MODULE = """
+from gateway_kit import EventLog, Gateway, hookimpl
+
+
+class TeamPolicy:
+    __name__ = "team-policy"
+
+    @hookimpl
+    def authorize_subscription(self, principal, stream):
+        return None
+
+    @hookimpl
+    def classify_error(self, error, run):
+        return None
+
+
+app = Gateway(log=EventLog("sqlite:///{db}"), plugins=[TeamPolicy()], load_entry_points=False)
+not_a_gateway = object()
+"""
+
+
+def plugins_command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [GATEWAY_KIT, "plugins", *args], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_gateways_plugins_are_listed_with_where_they_come_from(tmp_path: Path) -> None:
+    (tmp_path / "deployment.py").write_text(APP_MODULE.format(db=tmp_path / "gateway.db"))
+    listed = plugins_command("deployment:app", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["NAME", "FROM", "HOOKS"]
+    by_name = {row.split()[0]: row for row in rows}
+    assert set(by_name) == {"default_authorization", "team-policy"}
+    assert "built-in (gateway-kit " in by_name["default_authorization"]
+    assert by_name["team-policy"].split(None, 1)[1].startswith("passed in")
+    assert by_name["team-policy"].endswith("authorize_subscription, classify_error")
+
+    as_json = plugins_command("deployment:app", "--json", cwd=tmp_path)
+    records = {r["name"]: r for r in map(json.loads, as_json.stdout.splitlines())}
+    assert records["team-policy"] == {
+        "name": "team-policy",
+        "from": "passed in",
+        "distribution": None,
+        "version": None,
+        "hooks": ["authorize_subscription", "classify_error"],
+    }
+
+
+def test_without_an_app_the_installed_plugins_are_listed_and_can_be_blocked(
+    tmp_path: Path,
+) -> None:
+    listed = plugins_command("--no-entry-points", cwd=tmp_path)
+    assert [row.split()[0] for row in listed.stdout.splitlines()[1:]] == ["default_authorization"]
+    blocked = plugins_command("--no-entry-points", "--block", "default_authorization", cwd=tmp_path)
+    assert blocked.stdout.splitlines()[1:] == []
+
+
+def test_what_is_not_a_gateway_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "deployment.py").write_text(APP_MODULE.format(db=tmp_path / "gateway.db"))
+    for spec, said in (
+        ("deployment:not_a_gateway", "is not a Gateway"),
+        ("deployment:missing", "has no attribute"),
+        ("nowhere:app", "cannot import"),
+    ):
+        failed = plugins_command(spec, cwd=tmp_path)
+        assert failed.returncode == 2 and said in failed.stderr, failed.stderr

@@ -1,0 +1,225 @@
+"""Each part of the stack on its own, around a Starlette or a FastAPI application."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+import respx
+from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from gateway_kit import (
+    EventLog,
+    GooseUpstream,
+    IdentityMiddleware,
+    LegacyTaskPoll,
+    Mount,
+    Plugins,
+    Principal,
+    RunRoutes,
+    StreamRoutes,
+)
+from gateway_kit.principal import principal_of
+from gateway_kit.runs.service import RunService
+from gateway_kit.runs.store import RunStore
+from gateway_kit.testing import FakeGoose
+from gateway_kit.types import Receive, Scope, Send
+from gateway_kit.upstream.pumps import PumpManager
+
+from .hooks.plugins_for_tests import plugin
+from .streams.asgi_driver import Request
+from .upstream.harness import FAST, GOOSE_URL, until
+
+JSON = {"accept": "application/json"}
+
+
+@pytest.fixture
+def log(sqlite_url: str) -> Iterator[EventLog]:
+    with EventLog(sqlite_url) as event_log:
+        yield event_log
+
+
+def fastapi_app(started: list[str] | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if started is not None:
+            started.append("up")
+        yield
+
+    app = FastAPI(lifespan=lifespan)
+
+    @app.get("/hello")
+    def hello() -> dict[str, str]:
+        return {"from": "fastapi"}
+
+    @app.get("/api/tasks/{task_id}")
+    def own_task(task_id: str) -> dict[str, str]:
+        return {"task_id": task_id, "served_by": "fastapi"}
+
+    return app
+
+
+def starlette_app() -> Starlette:
+    async def whoami(request: StarletteRequest) -> JSONResponse:
+        principal = principal_of(request.scope)
+        return JSONResponse({"user": principal.user_id if principal else None})
+
+    return Starlette(
+        routes=[Route("/whoami", whoami), Route("/hello", lambda r: PlainTextResponse("hi"))]
+    )
+
+
+async def client_for(app: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app.test")
+
+
+def test_stream_routes_around_a_fastapi_app(log: EventLog) -> None:
+    log.append("conv", "Message", {"text": "hi"})
+    started: list[str] = []
+    app = StreamRoutes(fastapi_app(started), log=log)
+
+    async def main() -> None:
+        async with await client_for(app) as client:
+            assert (await client.get("/hello")).json() == {"from": "fastapi"}
+            page = (await client.get("/gateway/streams/conv/events", headers=JSON)).json()
+            assert [e["data"] for e in page["events"]] == [{"text": "hi"}]
+            # Not one of its routes: FastAPI answers (its own 404), not the stream routes.
+            assert (await client.get("/gateway/elsewhere")).json() == {"detail": "Not Found"}
+
+    asyncio.run(main())
+
+
+def test_stream_routes_pass_the_lifespan_on_and_watch_it(log: EventLog) -> None:
+    started: list[str] = []
+    app = StreamRoutes(fastapi_app(started), log=log)
+    sent: list[str] = []
+
+    async def main() -> None:
+        inbox: asyncio.Queue[dict[str, str]] = asyncio.Queue()
+        for kind in ("lifespan.startup", "lifespan.shutdown"):
+            inbox.put_nowait({"type": kind})
+
+        async def send(message: Any) -> None:
+            sent.append(message["type"])
+
+        await asyncio.wait_for(
+            app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send), 10
+        )
+
+    asyncio.run(main())
+    assert started == ["up"]
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+    async def after_shutdown() -> int | None:
+        request = await Request(app, "/gateway/streams/conv/events").run()
+        return request.status
+
+    assert asyncio.run(after_shutdown()) == 503  # its streams stopped with the app
+
+
+def test_identity_around_a_starlette_app_puts_the_principal_in_the_scope(log: EventLog) -> None:
+    def by_header(scope: Scope) -> Principal | None:
+        user = dict(scope["headers"]).get(b"x-user")
+        return Principal(user.decode(), "header") if user else None
+
+    plugins = Plugins([plugin("header-sso", resolve_principal=by_header)], load_entry_points=False)
+    app = IdentityMiddleware(starlette_app(), plugins=plugins)
+
+    async def main() -> None:
+        async with await client_for(app) as client:
+            assert (await client.get("/whoami", headers={"x-user": "ada"})).json() == {
+                "user": "ada"
+            }
+            assert (await client.get("/whoami")).json() == {"user": "anonymous"}
+
+    asyncio.run(main())
+
+
+def test_the_legacy_poll_around_a_fastapi_app(log: EventLog) -> None:
+    log.append("conv", "Message", {"text": "from the log"}, run_id="task-1")
+    app = LegacyTaskPoll(fastapi_app(), log=log)
+
+    async def main() -> None:
+        async with await client_for(app) as client:
+            known = (await client.get("/api/tasks/task-1", params={"from": 0})).json()
+            assert [e["data"] for e in known["events"]] == [{"text": "from the log"}]
+            unknown = (await client.get("/api/tasks/task-2")).json()
+            assert unknown == {"task_id": "task-2", "served_by": "fastapi"}
+
+    asyncio.run(main())
+
+
+def test_a_mount_around_a_starlette_app(log: EventLog) -> None:
+    seen: list[tuple[str, str]] = []
+
+    async def sub(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append((scope["type"], scope["path"]))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"mounted"})
+
+    app = Mount(starlette_app(), path="/gateway/socket.io", mounted=sub)
+
+    async def main() -> None:
+        async with await client_for(app) as client:
+            assert (await client.get("/gateway/socket.io/", params={"EIO": "4"})).text == "mounted"
+            assert (await client.post("/gateway/socket.io")).text == "mounted"
+            assert (await client.get("/gateway/socket.iox")).status_code == 404  # Starlette's
+            assert (await client.get("/hello")).text == "hi"
+
+    asyncio.run(main())
+    assert seen == [("http", "/gateway/socket.io/"), ("http", "/gateway/socket.io")]
+
+
+def test_the_run_api_around_a_starlette_app(log: EventLog) -> None:
+    fake = FakeGoose(ping_interval=0.05)
+
+    async def main() -> None:
+        goose_client = httpx.AsyncClient()
+        with respx.mock(assert_all_called=False) as router:
+            fake.mock(router, base_url=GOOSE_URL)
+            router.route(host="app.test").pass_through()
+            upstream = GooseUpstream(
+                base_url=GOOSE_URL, secret_key=fake.secret_key, client=goose_client
+            )
+            store = RunStore(log.engine)
+            pumps = PumpManager(log=log, store=store, upstream=upstream, settings=FAST)
+            service = RunService(log=log, store=store, upstream=upstream, pumps=pumps)
+            app = RunRoutes(starlette_app(), service=service)
+            try:
+                async with await client_for(app) as client:
+                    assert (await client.get("/hello")).text == "hi"
+                    started = await client.post(
+                        "/gateway/streams/conv/runs", json={"message": "hi"}
+                    )
+                    run_id = started.json()["run_id"]
+                    await until(lambda: not store.get(run_id).active)  # type: ignore[union-attr]
+                    shown = (await client.get(f"/gateway/runs/{run_id}")).json()
+                    assert shown["status"] == "finished"
+            finally:
+                await pumps.stop()
+                await goose_client.aclose()
+
+    asyncio.run(main())
+    assert [e.type for e in log.read(stream="conv")][-1] == "Finish"
+
+
+def test_a_stack_composed_by_hand_like_the_readme_shows(log: EventLog) -> None:
+    log.append("conv", "Message", {"text": "hi"})
+    plugins = Plugins(load_entry_points=False)
+    app = IdentityMiddleware(StreamRoutes(fastapi_app(), log=log, plugins=plugins), plugins=plugins)
+
+    async def main() -> None:
+        async with await client_for(app) as client:
+            response = await client.get("/gateway/streams/conv/events", headers=JSON)
+            assert json.loads(response.text)["events"][0]["data"] == {"text": "hi"}
+
+    asyncio.run(main())

@@ -1,0 +1,97 @@
+"""Settings: where the database URL comes from, and the Gateway's tunables checked at start-up."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway_kit import EventLog, Gateway, GatewaySettings, SettingsError
+from gateway_kit.settings import DATABASE_URL_VAR, DEFAULT_DATABASE_URL, database_url
+
+GATEWAY_KIT = str(Path(sys.executable).parent / "gateway-kit")
+
+
+def test_the_database_url_is_the_callers_else_the_environments_else_the_default() -> None:
+    assert database_url("sqlite:///given.db", environ={DATABASE_URL_VAR: "sqlite:///env.db"}) == (
+        "sqlite:///given.db"
+    )
+    assert database_url(None, environ={DATABASE_URL_VAR: "sqlite:///env.db"}) == "sqlite:///env.db"
+    assert database_url(None, environ={DATABASE_URL_VAR: ""}) == DEFAULT_DATABASE_URL
+    assert database_url(None, environ={}) == DEFAULT_DATABASE_URL
+    assert database_url("postgresql+psycopg://u@h/db", environ={}) == "postgresql+psycopg://u@h/db"
+
+
+@pytest.mark.parametrize("url", ["gateway.db", "mysql://u@h/db", "postgresql://", "sqlite", ""])
+def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> None:
+    environ = {DATABASE_URL_VAR: url or "redis://localhost"}
+    with pytest.raises(SettingsError, match=r"\$GATEWAY_KIT_DB: .*sqlite:///PATH"):
+        database_url(None, environ=environ)
+    if url:
+        with pytest.raises(SettingsError, match="--db"):
+            database_url(url, source="--db", environ={})
+        with pytest.raises(SettingsError, match=r"EventLog\(url\)"):
+            EventLog(url)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("ping_interval", 0),
+        ("send_timeout", -1.0),
+        ("send_timeout", float("nan")),
+        ("plugin_timeout", "5"),
+        ("queue_size", 0),
+        ("wsgi_workers", 2.5),
+        ("max_body_bytes", True),
+        ("prefix", "gateway"),
+        ("prefix", "/"),
+        ("legacy_tasks_path", "api/tasks"),
+        ("working_dir", ""),
+    ],
+)
+def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(
+    sqlite_url: str, setting: str, value: object
+) -> None:
+    with pytest.raises(SettingsError, match=setting):
+        GatewaySettings(**{setting: value})  # type: ignore[arg-type]
+    with EventLog(sqlite_url) as log, pytest.raises(SettingsError, match=setting):
+        Gateway(log=log, **{setting: value})  # type: ignore[arg-type]
+
+
+def test_every_gateway_setting_is_a_gateway_parameter() -> None:
+    parameters = inspect.signature(Gateway).parameters
+    assert set(GatewaySettings.names()) <= set(parameters)
+    for name in GatewaySettings.names():
+        assert parameters[name].default == getattr(GatewaySettings(), name), name
+
+
+def test_paths_lose_their_trailing_slash() -> None:
+    settings = GatewaySettings(prefix="/gk/", legacy_tasks_path="/api/tasks/")
+    assert (settings.prefix, settings.legacy_tasks_path) == ("/gk", "/api/tasks")
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "named"),
+    [
+        ({DATABASE_URL_VAR: "not-a-url"}, ["db", "upgrade"], "$GATEWAY_KIT_DB"),
+        ({}, ["tail", "conv", "--db", "mysql://x"], "--db"),
+    ],
+)
+def test_the_command_line_names_the_bad_setting(
+    env: dict[str, str], args: list[str], named: str, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [GATEWAY_KIT, *args],
+        env={"PATH": "/usr/bin:/bin", **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert named in done.stderr and "sqlite:///PATH" in done.stderr
+    assert "Traceback" not in done.stderr
