@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -32,7 +33,7 @@ from typing import Any
 
 import uvicorn
 from _common import TYPE, encode, payload
-from _harness import USER, raise_open_files
+from _harness import DEFAULT_NOOP_PLUGINS, PLUGINS_VAR, USER, raise_open_files, uvicorn_stack
 from a2wsgi import WSGIMiddleware
 from flask import Flask, jsonify, request
 from flask.typing import ResponseReturnValue
@@ -42,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, hookimpl
 from gateway_kit.demo import create_app
 from gateway_kit.demo.app import TASKS_EXTENSION, current_user
 from gateway_kit.demo.tasks import TaskStore
@@ -148,6 +149,58 @@ def peer_app() -> Starlette:
 # --- gateway_kit: Gateway over the EventLog ------------------------------------------------
 
 
+class NoopPlugin:
+    """A plugin that implements every hook and decides nothing."""
+
+    def __init__(self, number: int) -> None:
+        self.__name__ = f"noop-{number}"
+
+    @hookimpl
+    def resolve_principal(self, scope: Any) -> None:
+        return None
+
+    @hookimpl
+    def authorize_subscription(self, principal: Any, stream: str) -> None:
+        return None
+
+    @hookimpl
+    def finish_guard(self, run: Any, events: Any) -> None:
+        return None
+
+    @hookimpl
+    def bill_run(self, run: Any, usage: Any, idempotency_key: str) -> None:
+        return None
+
+    @hookimpl
+    def classify_error(self, error: str, run: Any) -> None:
+        return None
+
+    @hookimpl
+    def plan_recovery(self, error_class: str, run: Any, attempts: Any) -> None:
+        return None
+
+    @hookimpl
+    def resolve_tmux_session(self, scope: Any) -> None:
+        return None
+
+    @hookimpl
+    def heartbeat_policy(self, state: Any, now: float) -> None:
+        return None
+
+    @hookimpl
+    def heartbeat_fallback(self, tmux_session_id: str) -> None:
+        return None
+
+    @hookimpl
+    def configure_plugin(self, config: Any) -> None:
+        return None
+
+
+def noop_plugins() -> list[NoopPlugin]:
+    count = int(os.environ.get(PLUGINS_VAR, DEFAULT_NOOP_PLUGINS))
+    return [NoopPlugin(i) for i in range(count)]
+
+
 def gateway_app(db_file: str) -> Gateway:
     log = EventLog(f"sqlite:///{db_file}")
 
@@ -174,7 +227,13 @@ def gateway_app(db_file: str) -> Gateway:
         ]
     )
     return Gateway(
-        routes, log=log, wsgi=False, ping_interval=PING_INTERVAL, send_timeout=SEND_TIMEOUT
+        routes,
+        log=log,
+        wsgi=False,
+        ping_interval=PING_INTERVAL,
+        send_timeout=SEND_TIMEOUT,
+        plugins=noop_plugins(),
+        load_entry_points=False,  # exactly the built-ins and the no-op plugins
     )
 
 
@@ -193,7 +252,13 @@ def hello_flask() -> Flask:
 
 def hello_gateway(db_file: str) -> Gateway:
     log = EventLog(f"sqlite:///{db_file}")
-    return Gateway(hello_flask(), log=log, wsgi_workers=WSGI_WORKERS)
+    return Gateway(
+        hello_flask(),
+        log=log,
+        wsgi_workers=WSGI_WORKERS,
+        plugins=noop_plugins(),
+        load_entry_points=False,  # exactly the built-ins and the no-op plugins
+    )
 
 
 def build(kind: str, db_file: str | None) -> Any:
@@ -220,8 +285,11 @@ def main(kind: str, port_file: str, db_file: str | None = None) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    # The same server settings for every kind: one process, asyncio loop, h11 (what is installed).
-    config = uvicorn.Config(app, access_log=False, log_level="warning", backlog=4096)
+    # The same server settings for every kind: one process, the loop and HTTP implementation
+    # the driver chose (by default what uvicorn[standard] installs: uvloop, httptools).
+    config = uvicorn.Config(
+        app, access_log=False, log_level="warning", backlog=4096, **uvicorn_stack()
+    )
     server = uvicorn.Server(config)
     Path(port_file).write_text(json.dumps({"port": sock.getsockname()[1]}))
     server.run(sockets=[sock])

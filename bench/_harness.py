@@ -6,6 +6,7 @@ their own (`_clients.py`), so neither side's work slows the other's event loop.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import json
@@ -63,12 +64,51 @@ def machine_load() -> str:
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} CPUs"
 
 
+# How the servers of `_apps.py` are run, passed to them through the environment.
+STACK_VAR = "GATEWAY_KIT_BENCH_STACK"  # "standard" (what is installed) or "plain"
+PLUGINS_VAR = "GATEWAY_KIT_BENCH_NOOP_PLUGINS"  # no-op plugins registered in every Gateway
+DEFAULT_NOOP_PLUGINS = 10
+PLAIN_STACK = {"loop": "asyncio", "http": "h11"}
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stack",
+        choices=("standard", "plain"),
+        default="standard",
+        help="uvicorn with what uvicorn[standard] installs (httptools, uvloop), or plain "
+        "(h11, asyncio loop); every server of the run alike (default standard)",
+    )
+    parser.add_argument(
+        "--noop-plugins",
+        type=int,
+        default=DEFAULT_NOOP_PLUGINS,
+        help=f"no-op plugins registered in the Gateway (default {DEFAULT_NOOP_PLUGINS})",
+    )
+
+
+def apply_server_options(args: argparse.Namespace) -> None:
+    """Hand the options to the server processes, which inherit the environment."""
+    os.environ[STACK_VAR] = args.stack
+    os.environ[PLUGINS_VAR] = str(args.noop_plugins)
+
+
+def uvicorn_stack() -> dict[str, str]:
+    """The loop and HTTP implementation for uvicorn.Config, as the driver chose them."""
+    return dict(PLAIN_STACK) if os.environ.get(STACK_VAR) == "plain" else {}
+
+
 def server_stack() -> str:
     import uvicorn  # only the driver asks
 
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    return f"uvicorn {uvicorn.__version__} (1 process, {loop} loop, {http})"
+    chosen = uvicorn_stack()
+    loop = chosen.get("loop") or ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")
+    http = chosen.get("http") or ("httptools" if importlib.util.find_spec("httptools") else "h11")
+    plugins = os.environ.get(PLUGINS_VAR, str(DEFAULT_NOOP_PLUGINS))
+    return (
+        f"uvicorn {uvicorn.__version__} (1 process, {loop} loop, {http}); "
+        f"{plugins} no-op plugins in the Gateway"
+    )
 
 
 class Workdir:

@@ -33,6 +33,8 @@ from _harness import (
     LowerIsBetter,
     Server,
     Workdir,
+    add_server_options,
+    apply_server_options,
     machine_load,
     percentile,
     raise_open_files,
@@ -163,7 +165,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=25.0, help="appends per second (25)")
     parser.add_argument("--seconds", type=float, default=8.0, help="of appends per run (8)")
     parser.add_argument("--dir", default=None, help="where the database files go (default: TMP)")
+    add_server_options(parser)
     args = parser.parse_args()
+    apply_server_options(args)
     raise_open_files()
 
     summaries = {kind: Summary() for kind in COMPETITORS}

@@ -25,7 +25,14 @@ from collections.abc import AsyncIterator
 
 import httpx
 from _common import STREAM, Case, print_table
-from _harness import Server, Workdir, machine_load, server_stack
+from _harness import (
+    Server,
+    Workdir,
+    add_server_options,
+    apply_server_options,
+    machine_load,
+    server_stack,
+)
 from httpx_sse import aconnect_sse
 
 from gateway_kit import EventLog
@@ -94,7 +101,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
     parser.add_argument("--events", type=int, default=100_000, help="events replayed (100 000)")
     parser.add_argument("--dir", default=None, help="where the database files go (default: TMP)")
+    add_server_options(parser)
     args = parser.parse_args()
+    apply_server_options(args)
     n = args.events
 
     vs_peer = Case(f"replay {n:,}: gateway_kit vs sse-starlette", 5.0)

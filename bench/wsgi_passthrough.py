@@ -27,12 +27,15 @@ import subprocess
 import time
 from typing import Any
 
+from _apps import noop_plugins
 from _common import Case, print_table
 from _harness import (
     Clients,
     LowerIsBetter,
     Server,
     Workdir,
+    add_server_options,
+    apply_server_options,
     machine_load,
     server_stack,
 )
@@ -131,7 +134,7 @@ def dispatch_overhead(work: Workdir, count: int = DISPATCH_CALLS) -> float:
         await send({"type": "http.response.body", "body": b"{}"})
 
     with EventLog(f"sqlite:///{work.new('dispatch').with_suffix('.db')}") as log:
-        gateway = Gateway(app, log=log, wsgi=False)
+        gateway = Gateway(app, log=log, wsgi=False, plugins=noop_plugins(), load_entry_points=False)
         rounds = [
             (asyncio.run(_calls(gateway, count)), asyncio.run(_calls(app, count)))
             for _ in range(DISPATCH_ROUNDS)
@@ -145,7 +148,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="per server per round (4)")
     parser.add_argument("--connections", type=int, default=16, help="keep-alive (default 16)")
     parser.add_argument("--dir", default=None, help="where the database file goes (default: TMP)")
+    add_server_options(parser)
     args = parser.parse_args()
+    apply_server_options(args)
 
     generator = "wrk -t1" if shutil.which("wrk") else "httpx (wrk not found: apt-get install wrk)"
     rps = Case(f"GET {PATH}: requests/s, Gateway vs bare", 0.90)
