@@ -22,7 +22,6 @@ from .app import create_app
 from .goose import TYPING_DELAY, SimulatedGoose
 
 
-
 class DemoApp:
     """The demo's ASGI app: the gateway, and the simulated goose that lives as long as it."""
 

@@ -167,9 +167,9 @@ def authorize_subscription(principal: Principal, stream: str) -> bool | None:
 def configure_plugin(config: Mapping[str, Any]) -> None:
     """Receive this plugin's settings.
 
-    Called once per plugin when the gateway starts, with that plugin's own entry of
+    Called once per plugin when the `Gateway` is made, with that plugin's own entry of
     ``Gateway(plugin_config={name: {...}})`` (an empty mapping when it has none). Raise
-    ``ValueError`` for settings that cannot work: the gateway then refuses to start, naming the
+    ``ValueError`` for settings that cannot work: making the gateway then fails, naming the
     plugin.
 
     :param config: this plugin's settings.

@@ -2,6 +2,10 @@
 
 gateway_kit's own built-in plugins are registered the same way, by this distribution's entry
 points; they load even when loading other distributions' plugins is switched off.
+
+An entry point names a module or a class. A module is imported once per process, so every
+gateway of the process shares it (and whatever settings it keeps); a class is instantiated for
+each gateway, which thus gets a plugin object, and settings, of its own.
 """
 
 from __future__ import annotations
@@ -62,8 +66,10 @@ def entry_points() -> Iterator[tuple[metadata.EntryPoint, PluginSource]]:
 
 
 def load(entry: metadata.EntryPoint, source: PluginSource) -> object:
+    """The plugin object the entry point names: a module as it is, a class instantiated."""
     try:
-        return entry.load()
+        plugin = entry.load()
+        return plugin() if isinstance(plugin, type) else plugin
     except Exception as exc:
         raise PluginError(
             CANNOT_LOAD.format(name=entry.name, dist=source.distribution, error=exc)

@@ -1,0 +1,174 @@
+"""docs/plugins.md kept true to the hook specifications, and every hook kept tested.
+
+Every hook of `gateway_kit.hooks.hookspecs` has one section headed ``### `name(arg, ...)` ``
+with the spec's argument names in order, and says whether it stops at the first non-None
+answer; no such heading names a hook that does not exist. Every hook has a test of its own: a
+test function somewhere under tests/ whose name contains the hook's name (this file does not
+count). The tutorial shows the distribution of tests/plugin_dist/ file for file, and its Python
+examples compile.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway_kit.hooks import PROJECT, hookspecs
+
+TESTS = Path(__file__).resolve().parents[1]
+DOCS = TESTS.parent / "docs" / "plugins.md"
+DISTRIBUTION = TESTS / "plugin_dist"
+
+HOOK_HEADING_START = "### `"
+HOOK_HEADING = re.compile(r"### `(?P<name>\w+)\((?P<args>[^()]*)\)`")
+SECTION_HEADING = re.compile(r"^#{1,3} ", re.MULTILINE)
+FENCE = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
+TITLE = re.compile(r'\btitle="(?P<title>[^"]+)"')
+FIRSTRESULT = "Stops at the first non-None answer (`firstresult`)."
+EVERY_IMPLEMENTATION = "Every implementation is called"
+BUILT = {"__pycache__", "build", "dist"}
+
+
+def hook_specs() -> dict[str, Callable[..., Any]]:
+    return {
+        name: function
+        for name, function in inspect.getmembers(hookspecs, inspect.isfunction)
+        if getattr(function, f"{PROJECT}_spec", None) is not None
+    }
+
+
+SPECS = hook_specs()
+DOCS_TEXT = DOCS.read_text()
+PROSE = FENCE.sub("", DOCS_TEXT)  # a heading or a phrase inside an example does not count
+
+
+def signature(hook: str) -> str:
+    return f"{hook}({', '.join(inspect.signature(SPECS[hook]).parameters)})"
+
+
+def hook_headings() -> list[str]:
+    """Every heading that starts like a hook's, as written (without ``### `` and backticks)."""
+    return [
+        line.removeprefix(HOOK_HEADING_START).removesuffix("`")
+        for line in PROSE.splitlines()
+        if line.startswith(HOOK_HEADING_START)
+    ]
+
+
+def section(hook: str) -> str:
+    start = PROSE.find(f"### `{signature(hook)}`\n")
+    assert start >= 0, f"docs/plugins.md has no section of {hook}"
+    following = SECTION_HEADING.search(PROSE, start + 1)
+    return PROSE[start : following.start() if following else len(PROSE)]
+
+
+def test_the_hookspecs_are_found() -> None:
+    assert "authorize_subscription" in SPECS and "configure_plugin" in SPECS
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_every_hook_is_documented_with_its_signature(hook: str) -> None:
+    expected = signature(hook)
+    documented = [h for h in hook_headings() if h.split("(", 1)[0] == hook]
+    assert documented, f"docs/plugins.md has no section headed ### `{expected}`"
+    assert documented == [expected], f"docs/plugins.md: {documented} for ### `{expected}`"
+
+
+def test_the_docs_document_no_hook_that_does_not_exist() -> None:
+    headings = hook_headings()
+    assert headings, "docs/plugins.md has no hook sections"
+    malformed = [h for h in headings if not HOOK_HEADING.fullmatch(f"### `{h}`")]
+    assert not malformed, f"not headed as ### `name(arg1, arg2)`: {malformed}"
+    unknown = [h for h in headings if h.split("(", 1)[0] not in SPECS]
+    assert not unknown, f"docs/plugins.md documents hooks that do not exist: {unknown}"
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_every_hook_section_says_whether_the_first_answer_wins(hook: str) -> None:
+    text = section(hook)
+    firstresult = getattr(SPECS[hook], f"{PROJECT}_spec")["firstresult"]
+    said, unsaid = (
+        (FIRSTRESULT, EVERY_IMPLEMENTATION) if firstresult else (EVERY_IMPLEMENTATION, FIRSTRESULT)
+    )
+    assert said in text, f"the section of {hook} should say {said!r}"
+    assert unsaid not in text, f"the section of {hook} should not say {unsaid!r}"
+
+
+# --- every hook tested -----------------------------------------------------------------------
+
+
+def collected_names(tree: ast.Module) -> Iterator[str]:
+    """The names pytest collects as tests: module-level functions and methods of Test classes."""
+    for node in tree.body:
+        items = [node]
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            items = node.body
+        for item in items:
+            function = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            if function and item.name.startswith("test"):
+                yield item.name
+
+
+@functools.cache
+def names_of_tests() -> frozenset[str]:
+    names: set[str] = set()
+    for path in TESTS.rglob("*.py"):
+        if path.resolve() != Path(__file__).resolve():
+            names.update(collected_names(ast.parse(path.read_text(), filename=str(path))))
+    return frozenset(names)
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_every_hook_has_a_test_of_its_own(hook: str) -> None:
+    assert any(hook in name for name in names_of_tests()), (
+        f"no test function under tests/ has {hook!r} in its name"
+    )
+
+
+# --- the tutorial and the examples -----------------------------------------------------------
+
+
+def titled_blocks() -> dict[str, str]:
+    """The code blocks with a ``title="path"``, the last one of each path."""
+    blocks: dict[str, str] = {}
+    for fence in FENCE.finditer(DOCS_TEXT):
+        title = TITLE.search(fence["info"])
+        if title:
+            blocks[title["title"]] = fence["body"]
+    return blocks
+
+
+def built(part: str) -> bool:
+    """What tools leave in a source tree: caches, build output."""
+    return part.startswith(".") or part in BUILT or part.endswith(".egg-info")
+
+
+def distribution_files() -> dict[str, str]:
+    files: dict[str, str] = {}
+    for path in sorted(DISTRIBUTION.rglob("*")):
+        relative = path.relative_to(DISTRIBUTION)
+        if path.is_file() and not any(built(part) for part in relative.parts):
+            files[relative.as_posix()] = path.read_text()
+    return files
+
+
+def test_the_tutorial_shows_the_distribution_of_tests_plugin_dist() -> None:
+    blocks, files = titled_blocks(), distribution_files()
+    assert "pyproject.toml" in files
+    assert sorted(blocks) == sorted(files)
+    for name, text in files.items():
+        assert blocks[name] == text, f"docs/plugins.md shows another {name} than tests/plugin_dist"
+
+
+def test_every_python_example_compiles() -> None:
+    examples = [f["body"] for f in FENCE.finditer(DOCS_TEXT) if f["info"].startswith("python")]
+    assert examples
+    for number, example in enumerate(examples, 1):
+        compile(example, f"docs/plugins.md, Python example {number}", "exec")
