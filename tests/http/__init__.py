@@ -117,7 +117,9 @@ class Call:
         return Answer(start["status"], headers, bytes(body), streamed)
 
 
-def post_json(path: str, document: object, *, headers: Sequence[tuple[bytes, bytes]] = JSON_TYPE) -> Call:
+def post_json(
+    path: str, document: object, *, headers: Sequence[tuple[bytes, bytes]] = JSON_TYPE
+) -> Call:
     return Call("POST", path.encode(), headers=headers, body=json.dumps(document).encode())
 
 
@@ -179,7 +181,9 @@ class Writes:
 
 def writes(log: EventLog) -> Writes:
     with log.engine.connect() as conn:
-        events = conn.execute(sa.text("SELECT count(*), coalesce(max(seq), 0) FROM gateway_kit_events"))
+        events = conn.execute(
+            sa.text("SELECT count(*), coalesce(max(seq), 0) FROM gateway_kit_events")
+        )
         runs = conn.execute(sa.text(f"SELECT * FROM {RUNS} ORDER BY run_id"))
         sessions = conn.execute(sa.text(f"SELECT * FROM {SESSIONS} ORDER BY stream"))
         count, head = events.one()

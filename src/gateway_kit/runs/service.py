@@ -20,6 +20,7 @@ RUN_STARTED = "RunStarted"
 CANCEL_REQUESTED = "CancelRequested"
 REFUSED_ERROR = "the upstream refused the run: {error}"
 NO_RUN = "no run {run_id!r}"
+NUL_MESSAGE = "message holds a NUL character"
 
 
 class RunService:
@@ -47,6 +48,10 @@ class RunService:
         run_id = str(uuid.uuid4())
         started = {"run_id": run_id, "message": message}
         self.log.check(stream=stream, type=RUN_STARTED, data=started, run_id=run_id)
+        # The run row holds the message as text, which PostgreSQL cannot hold NUL in (the log
+        # can: its data is JSON, where NUL is escaped). Refused on every backend alike.
+        if "\x00" in message:
+            raise InvalidEvent(NUL_MESSAGE)
         await self._settle_ended(stream)
         binding = await asyncio.to_thread(self.store.binding, stream)
         if binding is None:

@@ -1,0 +1,487 @@
+"""The HTTP surface under random requests: never a 5xx, and a refused request writes nothing.
+
+Requests are built from the gateway's real route templates (read off its stack), with random
+methods, mangled segments, cursors, limits, headers and bodies, plus the legacy task poll and
+paths that are none of the gateway's. For every one:
+
+- the status is a 2xx or one of the 4xx a client's mistake may get (`ALLOWED_STATUSES`);
+- a 4xx is the JSON error body (``content-type: application/json``, ``error`` and ``message``
+  strings), a 405 names what is allowed;
+- a 4xx changed no row of the events, runs and session tables, and asked goose for nothing;
+- only a POST the gateway accepted may write, and nothing under the prefix reaches the app;
+- an SSE answer is a 200 that ends once the client hangs up.
+
+One gateway serves every example (built once per test, on one event loop); after a run starts,
+the example waits until the run has ended, so that nothing writes while the next one looks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import string
+import uuid
+from collections.abc import Iterator
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from gateway_kit import EventLog, Gateway
+from gateway_kit.http.routing import Route
+from gateway_kit.settings import DEFAULT_LEGACY_TASKS_PATH
+from gateway_kit.testing import FakeGoose
+
+from . import (
+    ALLOWED_STATUSES,
+    JSON_TYPE,
+    PREFIX,
+    WRAPPED_MARK,
+    Answer,
+    Call,
+    assert_json_error,
+    get,
+    goose_calls,
+    post_json,
+    running_gateway,
+    wait_run_ended,
+    writes,
+)
+
+T = TypeVar("T")
+
+MAX_BODY = 16 * 1024  # small, so that bodies near and over it stay cheap
+EXAMPLES = 300  # per backend, beside the explicit ones: the file runs in about 20 s on 2 cores
+METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS")
+LEGACY = DEFAULT_LEGACY_TASKS_PATH.rstrip("/")
+TEMPLATES = {
+    "/streams/{stream}/events",
+    "/streams/{stream}/runs",
+    "/runs/{run_id}/events",
+    "/runs/{run_id}/cancel",
+    "/runs/{run_id}",
+}
+
+# Path segments that are each a way to get a path wrong.
+BAD_SEGMENTS = [
+    "",
+    ".",
+    "..",
+    "%2e%2e",
+    "%2F",
+    "a%2Fb",
+    "%00",
+    "a%00b",
+    "%ZZ",
+    "%",
+    "%%",
+    "%E",
+    "%FF",
+    "%ED%A0%80",  # a UTF-8-encoded surrogate
+    "%C3%A9",
+    "é",  # raw, not percent-encoded
+    "日本",
+    "%20",
+    "+",
+    "s" * 200,
+    "s" * 201,
+    "%C3%A9" * 201,
+]
+# Values of a cursor, limit or index that are each a way to get a number wrong.
+BAD_NUMBERS = [
+    "",
+    " ",
+    "0",
+    "00",
+    "-0",
+    "-1",
+    "+1",
+    "1.5",
+    "1e3",
+    "0x10",
+    "abc",
+    "١٢٣",  # Arabic-Indic digits: str.isdigit says yes
+    "²",
+    "\uff15",  # a full-width 5
+    "1\x00",
+    ":5",
+    "x:1",
+    "%ZZ",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551616",
+]
+ACCEPTS = [
+    "application/json",
+    "text/event-stream",
+    "application/json, text/event-stream",
+    "text/event-stream;q=0.1, application/json",
+    "*/*",
+    "text/html",
+    "application/*",
+    "garbage;;;",
+]
+JSON_TYPES = ["application/json", "application/json; charset=utf-8"]
+OTHER_TYPES = [
+    "APPLICATION/JSON",
+    "application/merge-patch+json",
+    "application/jsonx",
+    "text/plain",
+    "multipart/form-data; boundary=x",
+    "application/x-www-form-urlencoded",
+    "",
+    ";",
+    "application/json\x00",
+]
+BAD_LENGTHS = ["abc", "-1", "1e3", "5, 5", "+5", " 7 ", "\u0665"]
+ODD_BODIES = [
+    b'{"message": "x", "n": NaN}',
+    b'{"message": "x", "n": Infinity}',
+    b'{"message": "x", "n": 1' + b"0" * 5000 + b"}",  # more digits than an int takes
+    b'\xef\xbb\xbf{"message": "x"}',
+    b'{"message": "x"',
+    b"null",
+    b"[]",
+    b'"message"',
+]
+ELSEWHERE = [
+    PREFIX,
+    PREFIX + "/",
+    PREFIX + "//streams/conv/events",
+    PREFIX + "x/streams/conv/events",
+    "/",
+    "/other",
+    LEGACY,
+    LEGACY + "/",
+    "//gateway/streams/conv/events",
+]
+
+
+def weighted(*options: tuple[int, st.SearchStrategy[T]]) -> st.SearchStrategy[T]:
+    """One of the strategies, each as often as its weight says."""
+    return st.one_of(*[strategy for weight, strategy in options for _ in range(weight)])
+
+
+def gateway_routes(gateway: Gateway) -> list[Route]:
+    """The routes of every part of the gateway's stack, outermost first."""
+    found: list[Route] = []
+    part: Any = gateway.stack
+    while part is not None:
+        router = getattr(part, "router", None)
+        if router is not None:
+            found.extend(router.routes)
+        part = getattr(part, "app", None)
+    return found
+
+
+def deep(n: int, closed: bool, beside: bool) -> bytes:
+    """JSON nested `n` deep: closed or not, the whole body or beside a good message."""
+    nested = b"[" * n + (b"]" * n if closed else b"")
+    return b'{"message": "hi", "x": ' + nested + b"}" if beside else nested
+
+
+class Requests:
+    """The strategies of one test, built once: building them per draw costs more than
+    serving the request."""
+
+    def __init__(self, routes: list[Route], known: list[str], epoch: str) -> None:
+        self.routes = routes
+        self.run_id = known[2]
+        huge = st.builds(  # around and above the 4,300 digits Python converts to an int
+            lambda lead, n: lead + "9" * n,
+            st.sampled_from(["", "0" * 10, "1"]),
+            st.integers(4290, 6000),
+        )
+        self.huge = huge
+        self.numbers = st.one_of(
+            st.integers(0, 2**70).map(str),
+            st.integers(-(2**70), -1).map(str),
+            huge,
+            st.sampled_from(BAD_NUMBERS),
+            st.builds(
+                lambda e, n: f"{e}:{n}",
+                st.sampled_from([epoch, "other-epoch", ""]),
+                st.one_of(st.integers(0, 2**64).map(str), huge),
+            ),
+            st.text(max_size=8),
+        )
+        self.segments = weighted(
+            (4, st.sampled_from(known)),
+            (2, st.sampled_from(BAD_SEGMENTS)),
+            (1, st.text(max_size=12).map(lambda s: quote(s, safe=""))),
+            (
+                1,
+                st.text(
+                    alphabet=string.ascii_letters + string.digits + "-._~:@!$&'()*+,;=%",
+                    max_size=12,
+                ),
+            ),
+            (1, st.integers(190, 260).map(lambda n: "s" * n)),
+        )
+        self.tasks = weighted((3, st.just(known[2])), (1, self.segments))
+        self.query = st.lists(
+            st.tuples(st.sampled_from(["after", "limit", "from", "x", ""]), self.numbers),
+            max_size=4,
+        )
+        self.bodies = self._bodies()
+
+    def _bodies(self) -> st.SearchStrategy[bytes]:
+        lone = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+        surrogates = st.lists(st.one_of(st.characters(), lone), max_size=6).map("".join)
+        scalars = st.one_of(
+            st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)
+        )
+        documents = st.recursive(
+            scalars,
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+            ),
+            max_leaves=8,
+        )
+        messages = weighted(
+            (3, st.just("hello")),
+            (2, st.text(max_size=20)),
+            (2, surrogates),
+            (1, st.sampled_from(["", "   ", "a\x00b", "\x00", "\U0001f600", "\u2028"])),
+            (1, st.integers(MAX_BODY - 64, MAX_BODY + 64).map(lambda n: "x" * n)),
+            (1, documents),
+        )
+        with_message = st.builds(
+            lambda message, extra: {"message": message, **extra},
+            messages,
+            st.dictionaries(st.text(max_size=5), documents, max_size=2),
+        )
+        return weighted(
+            (1, st.just(b"")),
+            (1, st.binary(max_size=64)),
+            # ensure_ascii (the default) escapes a lone surrogate as \ud800; unescaped, it
+            # can only be sent as UTF-8 bytes json.loads takes with surrogatepass.
+            (6, with_message.map(lambda d: json.dumps(d).encode())),
+            (
+                1,
+                with_message.map(
+                    lambda d: json.dumps(d, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                ),
+            ),
+            (1, with_message.map(lambda d: json.dumps(d).encode("utf-16"))),
+            (1, documents.map(lambda d: json.dumps(d).encode())),
+            (
+                2,
+                st.builds(deep, st.integers(500, MAX_BODY // 2 - 16), st.booleans(), st.booleans()),
+            ),
+            (2, st.sampled_from(ODD_BODIES)),
+        )
+
+
+# The parts of a request; a near-valid one gets one or two of them wild, mostly of those its
+# route reads (a run's body and its headers, a reader's cursor and Accept).
+PARTS = (
+    "path",
+    "method",
+    "query",
+    "accept",
+    "last-event-id",
+    "content-type",
+    "content-length",
+    "body",
+    "chunk",
+)
+BODY_PARTS = ("body", "body", "content-type", "content-length", "chunk", "path")
+READ_PARTS = ("query", "query", "accept", "last-event-id", "last-event-id", "path")
+
+
+@st.composite
+def calls(draw: st.DrawFn, r: Requests) -> Call:
+    """A request to a route (or the legacy poll, `None`): near-valid, or wild in every part."""
+    route = draw(st.sampled_from([*r.routes, None]))
+    starts_run = route is not None and route.path.endswith("/runs")  # the one with a body
+    if draw(weighted((2, st.just(True)), (1, st.just(False)))):
+        relevant = BODY_PARTS if starts_run else READ_PARTS
+        picks = weighted((4, st.sampled_from(relevant)), (1, st.sampled_from(PARTS)))
+        wild = set(draw(st.lists(picks, min_size=1, max_size=2)))
+    else:
+        wild = set(PARTS)
+
+    def part(name: str, good: st.SearchStrategy[T], bad: st.SearchStrategy[T]) -> T:
+        return draw(bad if name in wild else good)
+
+    method = part(
+        "method", st.just("GET" if route is None else route.methods[0]), st.sampled_from(METHODS)
+    )
+    path = part("path", good_paths(r, route), wild_paths(r, route))
+    good_body = b'{"message": "hello"}' if starts_run else b""
+    body = part("body", st.just(good_body), r.bodies)
+    headers: list[tuple[bytes, bytes]] = []
+    values = {
+        "accept": (
+            st.sampled_from([None, "application/json", "text/event-stream"]),
+            st.one_of(st.none(), st.sampled_from(ACCEPTS)),
+        ),
+        "last-event-id": (
+            st.one_of(st.none(), st.integers(0, 50).map(str)),
+            st.one_of(st.none(), r.numbers.filter(lambda v: "\r" not in v and "\n" not in v)),
+        ),
+        "content-type": (
+            st.just("application/json" if body else None),
+            weighted(
+                (1, st.none()), (2, st.sampled_from(JSON_TYPES)), (2, st.sampled_from(OTHER_TYPES))
+            ),
+        ),
+        "content-length": (
+            st.sampled_from([None, str(len(body))]),
+            weighted(
+                (1, st.none()),
+                (1, st.integers(0, 2 * MAX_BODY).map(str)),  # a lie, most likely
+                (1, r.huge),
+                (1, st.sampled_from(BAD_LENGTHS)),
+            ),
+        ),
+    }
+    for name, (good, bad) in values.items():
+        value = part(name, good, bad)
+        if value is not None:
+            headers.append((name.encode(), value.encode("utf-8")))
+    pairs = part(
+        "query", st.sampled_from([[], [("after", "0")], [("limit", "5")], [("from", "0")]]), r.query
+    )
+    encode = draw(st.sampled_from([lambda v: quote(v, safe=""), lambda v: v]))
+    query = "&".join(f"{key}={encode(value)}" for key, value in pairs).encode("utf-8")
+    chunk = part("chunk", st.just(0), st.integers(1, 4096))
+    return Call(method, path.encode("utf-8"), query, headers, body, chunk)
+
+
+def good_paths(r: Requests, route: Route | None) -> st.SearchStrategy[str]:
+    """The route's path with names the log knows: a stream of it, the run it holds."""
+    if route is None:
+        return st.just(f"{LEGACY}/{r.run_id}")
+    names = {"stream": st.sampled_from(["conv", "other"]), "run_id": st.just(r.run_id)}
+    parts = [
+        st.just(literal) if literal is not None else names.get(name or "", r.segments)
+        for literal, name in route.segments
+    ]
+    return st.tuples(*parts).map(lambda filled: PREFIX + "/" + "/".join(filled))
+
+
+@st.composite
+def wild_paths(draw: st.DrawFn, r: Requests, route: Route | None) -> str:
+    """The route's path filled in badly and sometimes mangled, or a path none of the gateway's."""
+    if draw(weighted((1, st.just(True)), (9, st.just(False)))):
+        return draw(st.sampled_from(ELSEWHERE))
+    if route is None:
+        tail = draw(st.sampled_from(["", "", "", "/", "/x", "//"]))
+        return f"{LEGACY}/{draw(r.tasks)}{tail}"
+    parts = [draw(r.segments) if literal is None else literal for literal, _ in route.segments]
+    mangle = draw(st.sampled_from(["none"] * 4 + ["literal", "append", "drop", "slash"]))
+    if mangle == "literal":
+        parts[draw(st.integers(0, len(parts) - 1))] = draw(r.segments)
+    elif mangle == "append":
+        parts.append(draw(r.segments))
+    elif mangle == "drop":
+        parts.pop()
+    elif mangle == "slash":
+        parts.append("")
+    return PREFIX + "/" + "/".join(parts)
+
+
+class Surface:
+    """One gateway for every example, and the checks each example's answer must pass."""
+
+    def __init__(self, gateway: Gateway, log: EventLog, fake: FakeGoose) -> None:
+        self.gateway, self.log, self.fake = gateway, log, fake
+        self.seen: set[tuple[int, str | None]] = set()
+
+    async def check(self, call: Call) -> Answer:
+        before, asked = writes(self.log), goose_calls(self.fake)
+        answer = await call(self.gateway)
+        assert answer.status in ALLOWED_STATUSES, (answer.status, answer.body[:300])
+        path = call.raw_path.decode("utf-8")
+        ours = answer.header(WRAPPED_MARK) is None
+        if path == PREFIX or path.startswith(PREFIX + "/"):
+            assert ours, "the wrapped app was reached under the prefix"
+        code = None
+        if answer.status >= 400:
+            code = assert_json_error(answer, answer.status)["error"]
+            assert writes(self.log) == before, "a refused request wrote to the database"
+            assert goose_calls(self.fake) == asked, "a refused request reached goose"
+        elif call.method != "POST":
+            assert writes(self.log) == before, f"a {call.method} wrote to the database"
+            assert goose_calls(self.fake) == asked, f"a {call.method} reached goose"
+        if answer.status == 405:
+            allowed = [m.strip() for m in (answer.header("allow") or "").split(",")]
+            assert all(allowed) and call.method not in allowed, answer.headers
+        if answer.streamed:
+            assert answer.status == 200, answer.status
+            code = "sse"
+        elif ours and call.method == "POST" and answer.status == 200:
+            run_id = answer.json().get("run_id")
+            if run_id is not None:
+                await wait_run_ended(self.gateway, run_id)
+        self.seen.add((answer.status, code if ours else "wrapped"))
+        return answer
+
+
+@contextlib.contextmanager
+def surface(log_url: str) -> Iterator[tuple[asyncio.Runner, Surface, list[str]]]:
+    """The gateway on one event loop, with a run of stream "conv" that ended; the names the
+    log knows (its streams, that run's id) are what random paths mix in."""
+    with asyncio.Runner() as runner, contextlib.ExitStack() as closing:
+        fake = FakeGoose(ping_interval=0.05)
+        gates = contextlib.AsyncExitStack()
+        opened = running_gateway(log_url, fake, max_body_bytes=MAX_BODY)
+        gateway, log = runner.run(gates.enter_async_context(opened))
+        closing.callback(lambda: runner.run(gates.aclose()))
+        checker = Surface(gateway, log, fake)
+        first = post_json(f"{PREFIX}/streams/conv/runs", {"message": "hi"})
+        started = runner.run(checker.check(first))
+        assert started.status == 200, started.body
+        yield runner, checker, ["conv", "other", started.json()["run_id"], str(uuid.uuid4())]
+
+
+def known_cases(run_id: str) -> list[Call]:
+    """Each way the surface used to fail, tried on every run before the random requests."""
+    huge = "9" * 5000
+    runs = f"{PREFIX}/streams/conv/runs"
+
+    def post(body: bytes, headers: list[tuple[bytes, bytes]] = JSON_TYPE) -> Call:
+        return Call("POST", runs.encode(), headers=headers, body=body)
+
+    return [
+        post_json(f"{PREFIX}/streams/{'s' * 201}/runs", {"message": "hi"}),
+        post_json(f"{PREFIX}/streams/a%00b/runs", {"message": "hi"}),
+        post(b"[" * (MAX_BODY // 2)),  # a RecursionError in the decoder, within the size limit
+        post(b'{"message": "\\ud800"}'),
+        post(b'{"message": "a\\u0000b"}'),
+        post(b'{"message": "' + b"x" * MAX_BODY + b'"}'),  # over the size limit
+        post(b'{"message": "hi"}', [(b"content-type", b"text/plain")]),
+        post(b'{"message": "hi"}', [*JSON_TYPE, (b"content-length", huge.encode())]),
+        get(f"{PREFIX}/streams/conv/events", accept="application/json", last_event_id=huge),
+        get(f"{PREFIX}/streams/conv/events", f"after={huge}"),
+        get(f"{PREFIX}/streams/conv/events", f"limit={huge}", accept="application/json"),
+        get(f"{PREFIX}/runs/{run_id}/events", accept="application/json", last_event_id=huge),
+        get(f"{LEGACY}/{run_id}", f"from={huge}"),
+        get(f"{PREFIX}/runs/{uuid.uuid4()}/events"),
+        Call("PUT", runs.encode()),
+        post(b'{"message": "a run that starts"}'),
+    ]
+
+
+def test_no_request_is_a_5xx_and_a_refused_one_writes_nothing(log_url: str) -> None:
+    with surface(log_url) as (runner, checker, known):
+        routes = gateway_routes(checker.gateway)
+        assert {r.path for r in routes} >= TEMPLATES  # the stack was walked
+        requests = Requests(routes, known, checker.log.epoch)
+
+        # An inner test: the gateway (built per test, from a function-scoped fixture) is
+        # what the examples share, so it is not rebuilt per example.
+        def one_request(call: Call) -> None:
+            runner.run(checker.check(call))
+
+        test = given(calls(requests))(one_request)
+        for case in known_cases(known[2]):
+            test = example(case)(test)
+        settings(max_examples=EXAMPLES, deadline=None)(test)()
+        statuses = {status for status, _ in checker.seen}
+        assert {200, 400, 404, 405, 413, 415} <= statuses, checker.seen  # the examples ran
