@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
@@ -98,3 +99,24 @@ def test_the_prefix_belongs_to_the_gateway_even_where_no_part_serves_it() -> Non
         answer = call(app, "GET", path)
         assert answer.status_code == 404 and answer.json()["error"] == "not_found"
     assert call(app, "GET", "/elsewhere").json() == {"passed_on": "/elsewhere"}
+
+
+def test_path_parameters_are_utf8_however_they_are_sent() -> None:
+    async def main(raw_path: bytes) -> list[dict[str, Any]]:
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b""}
+
+        scope = {"type": "http", "method": "GET", "path": "", "raw_path": raw_path, "headers": []}
+        await Part()(scope, receive, send)
+        return sent
+
+    for raw in ("/p/teams/caf\u00e9/streams/s".encode(), b"/p/teams/caf%C3%A9/streams/s"):
+        body = asyncio.run(main(raw))[1]["body"]
+        assert json.loads(body)["shown"]["team"] == "caf\u00e9"
+    refused = call(Part(), "GET", "/p/teams/%FF/streams/s")
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_path"

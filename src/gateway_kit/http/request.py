@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl, unquote_to_bytes
 
 from ..principal import ANONYMOUS, Principal, principal_of
 from ..types import Receive, Scope, Send
@@ -36,12 +36,20 @@ def relative_path(scope: Scope) -> str:
     return path
 
 
-def path_segments(scope: Scope) -> list[str]:
-    """The request path below the root path, split on ``/`` before percent-decoding.
+class BadPath(ValueError):
+    """A path segment that is not UTF-8 once percent-decoded."""
 
-    Splitting the raw path keeps a stream name holding an encoded ``/`` (``%2F``) in one piece.
+
+def decode_segment(raw: str) -> str:
+    """One segment of `relative_path`, percent-decoded, as UTF-8; `BadPath` when it is not.
+
+    The raw path keeps the request's bytes one to one (latin-1), so ``é`` sent raw and sent as
+    ``%C3%A9`` decode alike, and ``%FF`` is refused instead of becoming U+FFFD.
     """
-    return [unquote(part) for part in relative_path(scope).split("/")[1:]]
+    try:
+        return unquote_to_bytes(raw.encode("latin-1")).decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError) as exc:
+        raise BadPath(f"the path segment {raw!r} is not UTF-8") from exc
 
 
 class Request:

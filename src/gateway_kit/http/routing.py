@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import unquote
 
 from ..types import Receive, Scope, Send
 from .errors import METHOD_NOT_ALLOWED, HTTPError, send_error
-from .request import Request, relative_path
+from .request import BadPath, Request, decode_segment, relative_path
 
 Endpoint = Callable[[Request], Awaitable[None]]
 
+INVALID_PATH = "invalid_path"
 METHOD_NOT_ALLOWED_MESSAGE = "{method} is not allowed here; use {allowed}"
 BAD_TEMPLATE = "a route path is '/' and segments, each a word or a {{parameter}}; got {path!r}"
 
@@ -51,7 +51,8 @@ class Route:
         object.__setattr__(self, "methods", tuple(m.upper() for m in self.methods))
 
     def match(self, raw: list[str]) -> dict[str, str] | None:
-        """The path parameters when the raw segments fit this route, else None."""
+        """The path parameters when the raw segments fit this route, else None; `BadPath`
+        when they fit but a parameter is not UTF-8."""
         if len(raw) != len(self.segments):
             return None
         params: dict[str, str] = {}
@@ -62,7 +63,7 @@ class Route:
             elif not part:
                 return None
             else:
-                params[name] = unquote(part)  # type: ignore[index]
+                params[name] = decode_segment(part)  # type: ignore[index]
         return params
 
 
@@ -86,7 +87,11 @@ class Router:
         method = scope["method"]
         allowed: list[str] = []
         for route in self.routes:
-            params = route.match(raw)
+            try:
+                params = route.match(raw)
+            except BadPath as exc:
+                await send_error(send, 400, INVALID_PATH, str(exc))
+                return True
             if params is None:
                 continue
             if method not in route.methods:

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 import logging
-from urllib.parse import unquote
 
 from ..exceptions import InvalidEvent
 from ..hooks import Plugins
 from ..http.errors import FORBIDDEN, HTTPError, send_json_text
-from ..http.request import Request, relative_path
+from ..http.request import BadPath, Request, decode_segment, relative_path
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_LEGACY_TASKS_PATH
@@ -71,9 +70,13 @@ class LegacyTaskPoll:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
             path = relative_path(scope)
-            if path.startswith(self._under):
-                task_id = unquote(path[len(self._under) :])
-                if "/" not in path[len(self._under) :] and task_id:
+            raw = path[len(self._under) :] if path.startswith(self._under) else ""
+            if raw and "/" not in raw:
+                try:
+                    task_id = decode_segment(raw)
+                except BadPath:
+                    task_id = ""  # not a task of the log: the app may know it
+                if task_id:
                     request = Request(scope, receive, send, {"task_id": task_id})
                     try:
                         if await self.poll(request, task_id):
