@@ -217,11 +217,6 @@ class Plugins:
             self._executor = ThreadPoolExecutor(HOOK_THREADS, thread_name_prefix="gateway-kit-hook")
         return self._executor
 
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
-
 
 def _in_context(function: Any) -> Any:
     context = contextvars.copy_context()
