@@ -20,6 +20,29 @@ from .server_app import LOG_URL_VAR, OPTIONS_VAR
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
+# The states of /proc/net/tcp (include/net/tcp_states.h) in which a socket holds no more data.
+TCP_CLOSED_STATES = {"06": "TIME_WAIT", "07": "CLOSE"}
+TCP_STATES = {
+    "01": "ESTABLISHED",
+    "04": "FIN_WAIT1",
+    "05": "FIN_WAIT2",
+    "08": "CLOSE_WAIT",
+    "09": "LAST_ACK",
+    "0B": "CLOSING",
+    **TCP_CLOSED_STATES,
+}
+
+
+@dataclass(frozen=True)
+class TcpSocket:
+    """One line of /proc/net/tcp: a socket's state and the bytes it has not sent (tx_queue)."""
+
+    state: str
+    unsent: int
+
+    @property
+    def open(self) -> bool:
+        return self.state not in TCP_CLOSED_STATES.values()
 
 
 @dataclass
@@ -35,6 +58,23 @@ class LiveServer:
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def connection_to(self, client_port: int) -> TcpSocket | None:
+        """The server's socket for the client at `client_port` (loopback), None if it has none.
+
+        Read from /proc/<pid>/net/tcp: the kernel's view, which also lists a socket the server
+        closed but the kernel still holds, with its unsent data (FIN_WAIT1).
+        """
+        table = Path(f"/proc/{self.process.pid}/net/tcp").read_text().splitlines()[1:]
+        for line in table:
+            # sl local_address rem_address st tx_queue:rx_queue ...; addresses are HEX_IP:HEX_PORT
+            _, local, remote, state, queues, *_ = line.split()
+            if int(local.rpartition(":")[2], 16) != self.port:
+                continue
+            if int(remote.rpartition(":")[2], 16) == client_port:
+                unsent = int(queues.partition(":")[0], 16)
+                return TcpSocket(TCP_STATES.get(state, state), unsent)
+        return None
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         """Send `sig` and wait for the process to exit; its exit code."""
@@ -58,9 +98,18 @@ def _wait_listening(server: LiveServer, port_file: Path) -> None:
 
 @contextlib.contextmanager
 def serve(
-    log_url: str, tmp_path: Path, *, sndbuf: int | None = None, **options: Any
+    log_url: str,
+    tmp_path: Path,
+    *,
+    sndbuf: int | None = None,
+    http: str = "auto",
+    loop: str = "auto",
+    **options: Any,
 ) -> Iterator[LiveServer]:
-    """Run uvicorn in a subprocess with the gateway `options`; kill it afterwards."""
+    """Run uvicorn in a subprocess with the gateway `options`; kill it afterwards.
+
+    `http` and `loop` are uvicorn's settings ("auto": httptools and uvloop, as installed).
+    """
     env = dict(os.environ)
     env[LOG_URL_VAR] = log_url
     env[OPTIONS_VAR] = json.dumps(options)
@@ -68,8 +117,9 @@ def serve(
     port_file = run_dir / "port"
     log_path = run_dir / "output.log"
     command = [sys.executable, "-m", "tests.streams.run_server", str(port_file)]
+    command += ["--http", http, "--loop", loop]
     if sndbuf is not None:
-        command.append(str(sndbuf))
+        command += ["--sndbuf", str(sndbuf)]
     with log_path.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     server = LiveServer(process, "127.0.0.1", 0, log_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+import time
 from dataclasses import dataclass, field
 
 ID_LINE = re.compile(rb"^id: (\d+)$", re.MULTILINE)
@@ -68,10 +69,52 @@ async def open_stream(
     return RawStream(reader, writer, status)
 
 
-def open_frozen(host: str, port: int, path: str) -> socket.socket:
-    """A client that sends its request and never reads: its receive buffer kept small."""
+def open_frozen(host: str, port: int, path: str, timeout: float = 15.0) -> socket.socket:
+    """A client that sends its request and never reads: its receive buffer kept small.
+
+    Returns once the response head has arrived (the server has subscribed the client by then),
+    having only peeked at it: nothing is taken from the receive buffer.
+    """
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(timeout)
     sock.connect((host, port))
     sock.sendall(request_bytes(host, port, path))
+    deadline = time.monotonic() + timeout
+    while b"\r\n\r\n" not in sock.recv(4096, socket.MSG_PEEK):
+        assert time.monotonic() < deadline, "no response head from the server"
+        time.sleep(0.005)  # part of the head came: the rest follows at once
     return sock
+
+
+def read_to_close(sock: socket.socket, timeout: float) -> tuple[bytes, bool]:
+    """Read everything until the connection ends; the bytes, and whether it ended in a reset.
+
+    After a reset the client still reads what had reached it before (Linux keeps it).
+    """
+    sock.settimeout(timeout)
+    data = bytearray()
+    with sock:
+        try:
+            while chunk := sock.recv(1 << 20):
+                data += chunk
+        except ConnectionResetError:
+            return bytes(data), True
+    return bytes(data), False
+
+
+def read_to_response_end(sock: socket.socket, timeout: float) -> bytes:
+    """Read until the chunked response has ended (its last, empty chunk); fail if it does not."""
+    sock.settimeout(timeout)
+    data = bytearray()
+    while not data.endswith(b"\r\n0\r\n\r\n"):
+        chunk = sock.recv(1 << 20)
+        assert chunk, "the connection closed before the end of the response"
+        data += chunk
+    return bytes(data)
+
+
+def complete_frame_ids(data: bytes) -> list[int]:
+    """The ids of the complete frames in `data`: a reset can cut the last one short."""
+    end = data.rfind(b"\n\n")
+    return [int(m) for m in ID_LINE.findall(data[: end + 2] if end >= 0 else b"")]

@@ -1,24 +1,39 @@
-"""End to end over a real uvicorn process on a loopback port, on every log backend."""
+"""End to end over a real uvicorn process on a loopback port, on every log backend.
+
+What a client that stops reading leaves in the server is read from the kernel's table of the
+server's TCP sockets (/proc/<pid>/net/tcp), on uvicorn's two HTTP implementations and two loops.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import signal
-import socket
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 from httpx_sse import aconnect_sse
 
 from gateway_kit import EventLog
 
-from .live_server import serve
-from .raw_client import open_frozen, open_stream
+from .live_server import LiveServer, serve
+from .raw_client import (
+    complete_frame_ids,
+    open_frozen,
+    open_stream,
+    read_to_close,
+    read_to_response_end,
+)
 
 PATH = "/gateway/streams/conv/events"
 READ_TIMEOUT = 15.0
+RELEASE_TIMEOUT = 15.0  # seconds for the server to let go of a client it cut off
+# What the server logs (run_server.py shows the gateway's stream messages).
+CANNOT_KEEP_UP = "closing a stream whose client cannot keep up"
+RESETTING = "resetting the connection of a client that stopped reading"
 
 
 def append(log: EventLog, count: int, size: int = 10) -> int:
@@ -62,24 +77,31 @@ def test_500_subscribers_get_every_event_and_a_frozen_one_is_cut_off(
     append(log, 1)
     batches, batch = 6, 32
 
-    async def main(server_host: str, port: int) -> None:
+    async def main(server: LiveServer) -> None:
+        server_host, port = server.host, server.port
         clients = await asyncio.gather(*(open_stream(server_host, port, PATH) for _ in range(500)))
-        frozen = open_frozen(server_host, port, PATH)
-        await asyncio.gather(*(c.read_until(1) for c in clients))
-        for _ in range(batches):
-            last = append(log, batch, size=1000)
-            await asyncio.wait_for(
-                asyncio.gather(*(c.read_until(last) for c in clients)), READ_TIMEOUT
-            )
-        # Everyone else got everything while the frozen client had read nothing at all.
-        assert all(c.ids == list(range(1, last + 1)) for c in clients)
-        for c in clients:
-            c.close()
+        frozen = await asyncio.to_thread(open_frozen, server_host, port, PATH)
+        with frozen:
+            frozen_port = frozen.getsockname()[1]
+            assert server.connection_to(frozen_port) is not None
+            await asyncio.gather(*(c.read_until(1) for c in clients))
+            for _ in range(batches):
+                last = append(log, batch, size=1000)
+                await asyncio.wait_for(
+                    asyncio.gather(*(c.read_until(last) for c in clients)), READ_TIMEOUT
+                )
+            # Everyone else got everything while the frozen client had read nothing at all.
+            assert all(c.ids == list(range(1, last + 1)) for c in clients)
+            for c in clients:
+                c.close()
 
-        received = await asyncio.to_thread(read_to_eof, frozen)
-        frozen_ids = [int(i) for i in re.findall(rb"^id: (\d+)$", received, re.MULTILINE)]
+            # Its queue filled: it was cut off, and its connection closed while it read nothing.
+            await connection_released(server, frozen_port)
+            received, reset = await asyncio.to_thread(read_to_close, frozen, READ_TIMEOUT)
+        assert reset  # what the server had not sent yet was dropped, not sent before a close
+        frozen_ids = complete_frame_ids(received)
         assert frozen_ids == list(range(1, len(frozen_ids) + 1))
-        assert len(frozen_ids) < last  # its queue filled: it was disconnected
+        assert len(frozen_ids) < last
 
         resumed = await open_stream(
             server_host, port, PATH + f"?after={frozen_ids[-1] if frozen_ids else 0}"
@@ -90,16 +112,116 @@ def test_500_subscribers_get_every_event_and_a_frozen_one_is_cut_off(
 
     # A small kernel send buffer: what the kernel holds for the frozen client fills quickly.
     with serve(log_url, tmp_path, sndbuf=4096, queue_size=16, send_timeout=120) as server:
-        asyncio.run(main(server.host, server.port))
+        asyncio.run(main(server))
 
 
-def read_to_eof(sock: socket.socket) -> bytes:
-    sock.settimeout(READ_TIMEOUT)
-    data = bytearray()
-    with sock:
-        while chunk := sock.recv(1 << 20):
-            data += chunk
-    return bytes(data)
+async def connection_released(server: LiveServer, client_port: int) -> None:
+    """Wait until the server's socket for `client_port` is gone or closed; fail at a deadline."""
+    deadline = time.monotonic() + RELEASE_TIMEOUT
+    while (held := server.connection_to(client_port)) is not None and held.open:
+        if time.monotonic() >= deadline:
+            pytest.fail(
+                f"{RELEASE_TIMEOUT:g} s on, the server still holds the connection of the client "
+                f"it cut off: {held.state}, {held.unsent} bytes unsent in the kernel"
+            )
+        await asyncio.sleep(0.01)
+
+
+async def logged(server: LiveServer, text: str) -> None:
+    deadline = time.monotonic() + READ_TIMEOUT
+    while text not in server.output():
+        assert time.monotonic() < deadline, f"the server did not log {text!r}"
+        await asyncio.sleep(0.01)
+
+
+async def kernel_full(server: LiveServer, client_port: int) -> None:
+    """Wait until the kernel holds data the server sent to `client_port` and it has not read."""
+    deadline = time.monotonic() + READ_TIMEOUT
+    while (held := server.connection_to(client_port)) is None or not held.unsent:
+        assert time.monotonic() < deadline, f"nothing written to the frozen client: {held}"
+        await asyncio.sleep(0.01)
+
+
+# uvicorn's (http, loop): the default (both installed), and each with the other's alternative.
+STACKS = [("httptools", "uvloop"), ("h11", "asyncio"), ("h11", "uvloop"), ("httptools", "asyncio")]
+# Gateway options under which a client that stops reading is cut off for one reason only.
+CUT_OFFS: dict[str, dict[str, Any]] = {
+    # Its queue of 16 overflows; the send timeout is far beyond the test.
+    "overflow": {"queue_size": 16, "send_timeout": 120},
+    # The default queue (1 024) holds every event of the test; a write waits more than 1 s.
+    "send_timeout": {"send_timeout": 1.0},
+}
+
+
+@pytest.mark.parametrize("cause", CUT_OFFS)
+@pytest.mark.parametrize(("http", "loop"), STACKS, ids=["-".join(s) for s in STACKS])
+def test_a_client_that_stops_reading_loses_its_connection(
+    sqlite_url: str, tmp_path: Path, http: str, loop: str, cause: str
+) -> None:
+    # SQLite only: the backend only feeds the fan-out, and neither the cut-off nor the reset
+    # touches the log. The 500-subscriber test above covers the overflow on every backend.
+    log = EventLog(sqlite_url)
+
+    async def main(server: LiveServer) -> None:
+        frozen = await asyncio.to_thread(open_frozen, server.host, server.port, PATH)
+        with frozen:
+            port = frozen.getsockname()[1]
+            assert server.connection_to(port) is not None
+            # 128 kB: more than the kernel (~10 kB here) and the server (64 KiB) hold for a
+            # client before the server makes the next write wait.
+            append(log, 128, size=1000)
+            await kernel_full(server, port)
+            last = append(log, 64, size=1000)  # a write that has to wait, or a queue overflows
+            await connection_released(server, port)
+            received, reset = await asyncio.to_thread(read_to_close, frozen, READ_TIMEOUT)
+        assert reset
+        ids = complete_frame_ids(received)
+        assert ids == list(range(1, len(ids) + 1))
+        assert len(ids) < last
+
+    try:
+        options = CUT_OFFS[cause]
+        with serve(sqlite_url, tmp_path, sndbuf=4096, http=http, loop=loop, **options) as server:
+            asyncio.run(main(server))
+            output = server.output()
+        assert RESETTING in output
+        assert (CANNOT_KEEP_UP in output) == (cause == "overflow")
+        # The server took the reset for a client gone, not for an application error.
+        assert "ERROR" not in output, output
+    finally:
+        log.close()
+
+
+@pytest.mark.parametrize(("http", "loop"), STACKS[:2], ids=["-".join(s) for s in STACKS[:2]])
+def test_a_client_cut_off_that_reads_again_gets_a_clean_end(
+    sqlite_url: str, tmp_path: Path, http: str, loop: str
+) -> None:
+    # Only too slow, not stuck: it takes the end of the response within the second it is given.
+    log = EventLog(sqlite_url)
+
+    async def main(server: LiveServer) -> None:
+        frozen = await asyncio.to_thread(open_frozen, server.host, server.port, PATH)
+        with frozen:
+            port = frozen.getsockname()[1]
+            append(log, 128, size=1000)
+            await kernel_full(server, port)
+            last = append(log, 64, size=1000)  # its queue of 16 overflows
+            await logged(server, CANNOT_KEEP_UP)
+            received = await asyncio.to_thread(read_to_response_end, frozen, READ_TIMEOUT)
+        ids = complete_frame_ids(received)
+        assert ids == list(range(1, len(ids) + 1))
+        assert len(ids) < last
+
+    try:
+        with serve(
+            sqlite_url, tmp_path, sndbuf=4096, http=http, loop=loop, queue_size=16, send_timeout=120
+        ) as server:
+            asyncio.run(main(server))
+            output = server.output()
+        assert RESETTING not in output
+        assert "ERROR" not in output, output
+    finally:
+        log.close()
 
 
 def test_sigterm_closes_open_streams_and_the_server_exits(
@@ -127,6 +249,36 @@ def test_sigterm_closes_open_streams_and_the_server_exits(
         # uvicorn waits for open connections before it exits: no stream held it back.
         assert server.process.wait(READ_TIMEOUT) in (0, -signal.SIGTERM)
         assert "Application shutdown complete" in server.output()
+
+
+def test_sigterm_with_a_client_that_stopped_reading_still_exits(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    # Neither cut off before the signal (big queue, long send timeout) nor able to take the end
+    # of its response: only a reset lets uvicorn's wait for open connections end.
+    log = EventLog(sqlite_url)
+
+    async def main(server: LiveServer) -> None:
+        frozen = await asyncio.to_thread(open_frozen, server.host, server.port, PATH)
+        healthy = await open_stream(server.host, server.port, PATH)
+        with frozen:
+            port = frozen.getsockname()[1]
+            last = append(log, 192, size=1000)
+            await kernel_full(server, port)
+            await asyncio.wait_for(healthy.read_until(last), READ_TIMEOUT)
+            server.process.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(healthy.read_to_end(), READ_TIMEOUT)
+            healthy.close()
+            await connection_released(server, port)
+        assert healthy.ended  # a client that reads still gets the clean end
+
+    try:
+        with serve(sqlite_url, tmp_path, sndbuf=4096, send_timeout=120) as server:
+            asyncio.run(main(server))
+            assert server.process.wait(READ_TIMEOUT) in (0, -signal.SIGTERM)
+            assert "Application shutdown complete" in server.output()
+    finally:
+        log.close()
 
 
 def test_the_legacy_app_is_served_through_the_gateway(

@@ -5,7 +5,10 @@ then the subscription's queue), *ping and watch writes* (a ``: ping`` comment ev
 ``ping_interval``, and a check that no write has been waiting longer than ``send_timeout``),
 *watch disconnect* (``receive()`` until ``http.disconnect``) and *watch stop* (the fan-out
 dropped this client for being too slow, or the server is stopping). A client that stops reading
-is thus cut off. ``OSError`` or a timeout while writing means the client is gone.
+is thus cut off, once a write has to wait for it: when what it has not read no longer fits in
+the kernel's buffers and the server's (till then it looks like any client). ``OSError`` while
+writing means the client is gone; a write that waits longer than ``send_timeout`` means it
+stopped reading.
 
 Data writes carry no timer of their own: with a hundred subscribers, one timer per event and
 client would be a tenth of the cost of delivering it. The watcher looks at the write in
@@ -17,16 +20,23 @@ write has a timeout.
 Replay sends each page read from the log as one body chunk (hundreds of frames per write), and
 reads the next page while the current one is being written.
 
-A client cut off while its connection is still full cannot be sent the end of the response:
-the write would wait for it. The response is then left unfinished after `CLOSE_TIMEOUT`, and
-the server closes the connection (uvicorn logs "ASGI callable returned without completing
-response" for it); the client resumes by cursor like after any dropped connection.
+A client cut off for not keeping up loses its connection, not only its subscription, and
+resumes by cursor like after any dropped connection. When the fan-out dropped it (its queue
+overflowed), the end of the response is written and must have left the server's buffer within
+`CLOSE_TIMEOUT`: a client that still reads, only too slowly, gets that clean end. Otherwise,
+and at once when a write waited longer than ``send_timeout``, its connection is reset
+(`connection.py`). Closing it the usual way would wait for the server's buffer to drain, which for
+a client that does not read is never, and the connection would keep that buffer and the kernel's.
+
+A normal end, the server stopping, or the log closing ends the response cleanly: its end is
+given `CLOSE_TIMEOUT` to be written, and past it the response is left unfinished and the server
+closes the connection in its own time (uvicorn logs "ASGI callable returned without completing
+response" for it). A server that does not show its transport gets that for cut-offs too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -35,6 +45,7 @@ from typing import Any
 from ..log import Event, EventLog
 from ..settings import DEFAULT_PING_INTERVAL, DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
 from ..types import Receive, Send
+from .connection import ClientConnection, client_connection
 from .fanout import STOP_OVERFLOW, Subscription
 from .sse import PING, SSE_HEADERS, frames
 
@@ -46,11 +57,16 @@ CLOSE_TIMEOUT = 1.0
 
 FINISHED = "finished"  # a run stream sent its terminal event
 DISCONNECTED = "disconnected"
+STALLED = "stalled"  # a write waited longer than the send timeout
 FAILED = "failed"
 
 
 class ClientGone(Exception):
     """Writing to the client failed or timed out."""
+
+
+class ClientStalled(ClientGone):
+    """A write to the client waited longer than the send timeout: it stopped reading."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +110,26 @@ class EventStreamResponder:
             return
         if outcome == STOP_OVERFLOW:
             logger.info("closing a stream whose client cannot keep up; it resumes by cursor")
-        with contextlib.suppress(OSError, TimeoutError):
+        connection = client_connection(self.send)
+        if outcome != STALLED and await self.end(connection):
+            return
+        # Its writes stall, or its end cannot leave the server: closed the usual way, the
+        # connection would wait for ever for a buffer the client does not read.
+        if connection is not None:
+            logger.info("resetting the connection of a client that stopped reading")
+            await connection.reset()
+
+    async def end(self, connection: ClientConnection | None = None) -> bool:
+        """Send the end of the response within `CLOSE_TIMEOUT`. True if it was written, and had
+        left the server's buffer by then when `connection` shows that buffer."""
+        try:
             async with asyncio.timeout(min(CLOSE_TIMEOUT, self.options.send_timeout)):
                 await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+                if connection is not None:
+                    await connection.drained()
+        except (OSError, TimeoutError):
+            return False
+        return True
 
     async def write(self, body: bytes) -> None:
         """Write a data chunk; `ping_and_watch_writes` ends the response if it takes too long."""
@@ -185,7 +218,7 @@ class EventStreamResponder:
             began = self.writing_since
             if began is not None:
                 if now - began >= send_timeout:
-                    raise ClientGone("a write took longer than the send timeout")
+                    raise ClientStalled("a write took longer than the send timeout")
                 continue  # data is being written: no ping needed
             if now >= next_ping:
                 next_ping = now + ping_interval
@@ -194,8 +227,10 @@ class EventStreamResponder:
                         await self.send(
                             {"type": "http.response.body", "body": PING, "more_body": True}
                         )
-                except (OSError, TimeoutError) as exc:
+                except OSError as exc:
                     raise ClientGone from exc
+                except TimeoutError as exc:
+                    raise ClientStalled("a ping took longer than the send timeout") from exc
 
     async def watch_disconnect(self) -> str:
         while True:
@@ -217,8 +252,9 @@ def _consume(future: asyncio.Future[Any]) -> None:
 async def race(*coros: Coroutine[Any, Any, str]) -> str:
     """Run the coroutines as tasks until the first finishes; cancel the rest; return its result.
 
-    A `ClientGone` from any of them ends the race as `DISCONNECTED`; any other error is logged
-    and ends the race too (the response is then closed, and the client resumes by cursor).
+    A `ClientStalled` from any of them ends the race as `STALLED`, any other `ClientGone` as
+    `DISCONNECTED`; any other error is logged and ends the race too (the response is then
+    closed, and the client resumes by cursor).
     """
     tasks = [asyncio.ensure_future(c) for c in coros]
     try:
@@ -233,6 +269,8 @@ async def race(*coros: Coroutine[Any, Any, str]) -> str:
     error = first.exception()
     if error is None:
         return first.result()
+    if isinstance(error, ClientStalled):
+        return STALLED
     if isinstance(error, ClientGone):
         return DISCONNECTED
     logger.error("a stream failed; closing it", exc_info=error)
