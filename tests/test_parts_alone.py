@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from starlette.applications import Starlette
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Mount as StarletteMount
 from starlette.routing import Route
 
 from gateway_kit import (
@@ -221,5 +222,21 @@ def test_a_stack_composed_by_hand_like_the_readme_shows(log: EventLog) -> None:
         async with await client_for(app) as client:
             response = await client.get("/gateway/streams/conv/events", headers=JSON)
             assert json.loads(response.text)["events"][0]["data"] == {"text": "hi"}
+
+    asyncio.run(main())
+
+
+def test_a_part_mounted_below_a_starlette_router_sees_its_own_root_path(log: EventLog) -> None:
+    log.append("conv", "Message", {"text": "hi"})
+    inner = StreamRoutes(starlette_app(), log=log)
+    # An outer part reads the path first, relative to the server's root; Starlette's Mount then
+    # moves the root below /api, and the inner part must read the path relative to that.
+    app = RunRoutes(Starlette(routes=[StarletteMount("/api", app=inner)]), service=None)
+
+    async def main() -> None:
+        async with await client_for(app) as client:
+            page = await client.get("/api/gateway/streams/conv/events", headers=JSON)
+            assert page.status_code == 200, page.text
+            assert [e["data"] for e in page.json()["events"]] == [{"text": "hi"}]
 
     asyncio.run(main())

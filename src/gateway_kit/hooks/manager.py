@@ -134,6 +134,8 @@ class Plugins:
         self._check_pending()
         self._configure(config or {})
         self._executor: ThreadPoolExecutor | None = None
+        # Asked for every request: with no resolver registered, not even pluggy is called.
+        self._resolvers = bool(self.manager.hook.resolve_principal.get_hookimpls())
 
     @property
     def hook(self) -> Any:
@@ -185,6 +187,8 @@ class Plugins:
 
     def resolve_principal(self, scope: Scope) -> Principal | Refused | None:
         """Who `scope` is from: a `Principal`, `REFUSED` (a resolver failed), or None."""
+        if not self._resolvers:
+            return None
         answer: Principal | Refused | None = self.manager.hook.resolve_principal(scope=scope)
         return answer
 

@@ -25,14 +25,24 @@ def query_params(scope: Scope) -> dict[str, str]:
     return params
 
 
+# Where `relative_path` keeps its answer in the scope, with the root path it is relative to
+# (a router mounting a part below may change that): every part of the stack asks for it.
+RELATIVE_PATH_KEY = "gateway_kit.relative_path"
+
+
 def relative_path(scope: Scope) -> str:
     """The raw (still percent-encoded) request path below the root path."""
+    root = scope.get("root_path", "")
+    known = scope.get(RELATIVE_PATH_KEY)
+    if known is not None and known[0] == root:
+        path: str = known[1]
+        return path
     raw = scope.get("raw_path")
     path = bytes(raw).decode("latin-1") if raw else scope["path"]
     path = path.partition("?")[0]  # a server may leave the query on raw_path
-    root = scope.get("root_path", "")
     if root and path.startswith(root):
         path = path[len(root) :]
+    scope[RELATIVE_PATH_KEY] = (root, path)
     return path
 
 
