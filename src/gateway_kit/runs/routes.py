@@ -83,8 +83,8 @@ class RunRoutes:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         service = self.service
-        if scope["type"] == "http":
-            if service is not None and self.router.owns(relative_path(scope)):
+        if scope["type"] == "http" and self.router.owns(relative_path(scope)):
+            if service is not None:
                 await service.startup()  # also without a lifespan: adopt orphaned sessions
             if await self.router.handle(scope, receive, send):
                 return

@@ -16,7 +16,7 @@ from ..exceptions import InvalidEvent
 from ..hooks import Plugins
 from ..http.errors import FORBIDDEN, HTTPError
 from ..http.lifespan import observe_lifespan
-from ..http.request import Request
+from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
 from ..log import EventLog
 from ..log.event import check_name
@@ -63,7 +63,7 @@ class StreamRoutes:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and self.router.owns(relative_path(scope)):
             if await self.router.handle(scope, receive, send):
                 return
         elif scope["type"] == "lifespan":
