@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,20 @@ async def kernel_full(server: LiveServer, client_port: int) -> None:
         await asyncio.sleep(0.01)
 
 
+async def frozen_behind(server: LiveServer, log: EventLog) -> tuple[socket.socket, int]:
+    """A client that stopped reading, once the kernel holds data for it: its socket and port.
+
+    128 kB are appended: more than the kernel (~10 kB here) and the server (64 KiB) hold for a
+    client before the server makes the next write wait.
+    """
+    frozen = await asyncio.to_thread(open_frozen, server.host, server.port, PATH)
+    port = frozen.getsockname()[1]
+    assert server.connection_to(port) is not None
+    append(log, 128, size=1000)
+    await kernel_full(server, port)
+    return frozen, port
+
+
 # uvicorn's (http, loop): the default (both installed), and each with the other's alternative.
 STACKS = [("httptools", "uvloop"), ("h11", "asyncio"), ("h11", "uvloop"), ("httptools", "asyncio")]
 # Gateway options under which a client that stops reading is cut off for one reason only.
@@ -163,14 +178,8 @@ def test_a_client_that_stops_reading_loses_its_connection(
     log = EventLog(sqlite_url)
 
     async def main(server: LiveServer) -> None:
-        frozen = await asyncio.to_thread(open_frozen, server.host, server.port, PATH)
+        frozen, port = await frozen_behind(server, log)
         with frozen:
-            port = frozen.getsockname()[1]
-            assert server.connection_to(port) is not None
-            # 128 kB: more than the kernel (~10 kB here) and the server (64 KiB) hold for a
-            # client before the server makes the next write wait.
-            append(log, 128, size=1000)
-            await kernel_full(server, port)
             last = append(log, 64, size=1000)  # a write that has to wait, or a queue overflows
             await connection_released(server, port)
             received, reset = await asyncio.to_thread(read_to_close, frozen, READ_TIMEOUT)
@@ -200,11 +209,8 @@ def test_a_client_cut_off_that_reads_again_gets_a_clean_end(
     log = EventLog(sqlite_url)
 
     async def main(server: LiveServer) -> None:
-        frozen = await asyncio.to_thread(open_frozen, server.host, server.port, PATH)
+        frozen, _ = await frozen_behind(server, log)
         with frozen:
-            port = frozen.getsockname()[1]
-            append(log, 128, size=1000)
-            await kernel_full(server, port)
             last = append(log, 64, size=1000)  # its queue of 16 overflows
             await logged(server, CANNOT_KEEP_UP)
             received = await asyncio.to_thread(read_to_response_end, frozen, READ_TIMEOUT)
@@ -259,12 +265,10 @@ def test_sigterm_with_a_client_that_stopped_reading_still_exits(
     log = EventLog(sqlite_url)
 
     async def main(server: LiveServer) -> None:
-        frozen = await asyncio.to_thread(open_frozen, server.host, server.port, PATH)
         healthy = await open_stream(server.host, server.port, PATH)
+        frozen, port = await frozen_behind(server, log)
         with frozen:
-            port = frozen.getsockname()[1]
-            last = append(log, 192, size=1000)
-            await kernel_full(server, port)
+            last = append(log, 64, size=1000)
             await asyncio.wait_for(healthy.read_until(last), READ_TIMEOUT)
             server.process.send_signal(signal.SIGTERM)
             await asyncio.wait_for(healthy.read_to_end(), READ_TIMEOUT)
