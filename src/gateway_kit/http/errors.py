@@ -1,6 +1,8 @@
 """Finite responses: JSON bodies, JSON errors and empty answers.
 
-Every error body is ``{"error": code, "message": text}``; the codes are the constants below.
+Every error body is ``{"error": code, "message": text}``. The codes every part may answer are
+the constants below; a part's own codes (``invalid_cursor``, ``run_active``, ...) live beside
+its routes.
 """
 
 from __future__ import annotations
