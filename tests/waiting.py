@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -12,3 +13,19 @@ def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.005)
+
+
+async def until(
+    condition: Callable[[], object],
+    timeout: float = 10.0,
+    *,
+    interval: float = 0.02,
+    failure: Callable[[], str] = lambda: "condition not met in time",
+) -> None:
+    """`wait_until` for a coroutine: checks every `interval`, fails at the deadline saying
+    `failure()`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(failure())
+        await asyncio.sleep(interval)

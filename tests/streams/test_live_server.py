@@ -10,7 +10,6 @@ import asyncio
 import json
 import signal
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from httpx_sse import aconnect_sse
 
 from gateway_kit import EventLog
 
+from ..waiting import until
 from .live_server import LiveServer, serve
 from .raw_client import (
     complete_frame_ids,
@@ -118,29 +118,39 @@ def test_500_subscribers_get_every_event_and_a_frozen_one_is_cut_off(
 
 async def connection_released(server: LiveServer, client_port: int) -> None:
     """Wait until the server's socket for `client_port` is gone or closed; fail at a deadline."""
-    deadline = time.monotonic() + RELEASE_TIMEOUT
-    while (held := server.connection_to(client_port)) is not None and held.open:
-        if time.monotonic() >= deadline:
-            pytest.fail(
-                f"{RELEASE_TIMEOUT:g} s on, the server still holds the connection of the client "
-                f"it cut off: {held.state}, {held.unsent} bytes unsent in the kernel"
-            )
-        await asyncio.sleep(0.01)
+
+    def released() -> bool:
+        held = server.connection_to(client_port)
+        return held is None or not held.open
+
+    def still_held() -> str:
+        held = server.connection_to(client_port)
+        return (
+            f"{RELEASE_TIMEOUT:g} s on, the server still holds the connection of the client it "
+            f"cut off: {held}"
+        )
+
+    await until(released, RELEASE_TIMEOUT, interval=0.01, failure=still_held)
 
 
 async def logged(server: LiveServer, text: str) -> None:
-    deadline = time.monotonic() + READ_TIMEOUT
-    while text not in server.output():
-        assert time.monotonic() < deadline, f"the server did not log {text!r}"
-        await asyncio.sleep(0.01)
+    def unlogged() -> str:
+        return f"the server did not log {text!r}"
+
+    await until(lambda: text in server.output(), READ_TIMEOUT, interval=0.01, failure=unlogged)
 
 
 async def kernel_full(server: LiveServer, client_port: int) -> None:
     """Wait until the kernel holds data the server sent to `client_port` and it has not read."""
-    deadline = time.monotonic() + READ_TIMEOUT
-    while (held := server.connection_to(client_port)) is None or not held.unsent:
-        assert time.monotonic() < deadline, f"nothing written to the frozen client: {held}"
-        await asyncio.sleep(0.01)
+
+    def full() -> bool:
+        held = server.connection_to(client_port)
+        return held is not None and held.unsent > 0
+
+    def empty() -> str:
+        return f"nothing written to the frozen client: {server.connection_to(client_port)}"
+
+    await until(full, READ_TIMEOUT, interval=0.01, failure=empty)
 
 
 async def frozen_behind(server: LiveServer, log: EventLog) -> tuple[socket.socket, int]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +19,8 @@ from gateway_kit.upstream import GooseUpstream
 from gateway_kit.upstream.pump import PumpSettings
 from gateway_kit.upstream.pumps import PumpManager
 
+from ..waiting import until
+
 GOOSE_URL = "http://goose.test"
 STREAM = "conv-1"
 FAST = PumpSettings(
@@ -31,15 +31,6 @@ FAST = PumpSettings(
     upstream_down_timeout=2.0,
     lease_ttl=3.0,
 )
-
-
-async def until(condition: Callable[[], object], timeout: float = 10.0) -> None:
-    """Wait until `condition()` is true, checking every 20 ms; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 @dataclass
