@@ -77,7 +77,7 @@ def test_processes_starting_together_on_a_fresh_database_do_not_race(log_url: st
         assert epochs == {log.epoch}
 
 
-def test_wheel_carries_the_migrations(tmp_path: Path) -> None:
+def test_wheel_carries_the_migrations_and_the_built_in_plugins(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
@@ -105,6 +105,11 @@ def test_wheel_carries_the_migrations(tmp_path: Path) -> None:
         check=True, capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
     assert str(env_dir) in located.stdout
+    listed = subprocess.run(
+        [str(env_dir / "bin" / "gateway-kit"), "plugins", "--json"],
+        check=True, capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert '"name": "default_authorization", "from": "built-in"' in listed.stdout
     with EventLog(url) as log:
         assert log.append("s", "T").seq == 1
 
