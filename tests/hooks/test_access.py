@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from gateway_kit import EventLog, Gateway, Principal
+from gateway_kit.hooks import policy
 from gateway_kit.principal import principal_of
 from gateway_kit.types import Receive, Scope, Send
 
@@ -97,8 +97,21 @@ def test_resolve_principal_answer_reaches_the_routes_and_the_wrapped_app(log: Ev
     assert asked == [("bob", "open")]
 
 
+class SteppedClock:
+    """A clock that moves only when told: a plugin takes time without the test waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+clock = SteppedClock()
+
+
 def slow(scope: Scope) -> Principal:
-    time.sleep(0.3)  # the behaviour under test: an answer that comes too late
+    clock.now += 0.3  # by the gateway's clock, the answer comes 0.3 s after the question
     return Principal("late", "header")
 
 
@@ -110,8 +123,13 @@ def nonsense(scope: Scope) -> str:
     ("name", "resolver"), [("broken", raising), ("nonsense", nonsense), ("slow", slow)]
 )
 def test_resolve_principal_failures_refuse_the_request(
-    log: EventLog, caplog: pytest.LogCaptureFixture, name: str, resolver: Any
+    log: EventLog,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    resolver: Any,
 ) -> None:
+    monkeypatch.setattr(policy, "CLOCK", clock)
     gateway = Gateway(
         echo_principal,
         log=log,

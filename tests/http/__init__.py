@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 import httpx
 import respx
@@ -27,6 +26,7 @@ from gateway_kit.runs.tables import RUNS, SESSIONS
 from gateway_kit.testing import FakeGoose
 from gateway_kit.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..streams.asgi_driver import http_scope
 from ..upstream.harness import FAST, GOOSE_URL, until
 
 PREFIX = "/gateway"
@@ -64,20 +64,9 @@ class Call:
     enough: Callable[[bytes], bool] = field(default=lambda body: True)
 
     def scope(self) -> Scope:
-        return {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": self.method,
-            "scheme": "http",
-            "path": unquote(self.raw_path.decode("latin-1")),
-            "raw_path": self.raw_path,
-            "root_path": "",
-            "query_string": self.query,
-            "headers": [(k.lower(), v) for k, v in self.headers],
-            "client": ("127.0.0.1", 5000),
-            "server": ("127.0.0.1", 8000),
-        }
+        return http_scope(
+            self.method, self.raw_path, self.query, [(k.lower(), v) for k, v in self.headers]
+        )
 
     async def __call__(self, app: ASGIApp) -> Answer:
         size = self.chunk or max(len(self.body), 1)

@@ -11,7 +11,7 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode
 
 from gateway_kit.types import ASGIApp, Message
 
@@ -48,6 +48,30 @@ def parse_frames(body: bytes) -> list[Frame]:
     return frames
 
 
+def http_scope(
+    method: str,
+    raw_path: bytes,
+    query_string: bytes = b"",
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> dict[str, Any]:
+    """The scope a server makes of an HTTP/1.1 request from 127.0.0.1 (`path` decoded as
+    servers do, `raw_path` as sent)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": unquote(raw_path.decode("latin-1")),
+        "raw_path": raw_path,
+        "root_path": "",
+        "query_string": query_string,
+        "headers": headers or [],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
 @dataclass
 class Request:
     app: ASGIApp
@@ -70,20 +94,8 @@ class Request:
         self.task: asyncio.Task[None] | None = None
 
     def scope(self) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": self.method,
-            "scheme": "http",
-            "path": self.path,
-            "raw_path": self.path.encode(),
-            "root_path": "",
-            "query_string": urlencode(self.params).encode(),
-            "headers": [(k.lower().encode(), v.encode()) for k, v in self.headers.items()],
-            "client": ("127.0.0.1", 5000),
-            "server": ("127.0.0.1", 8000),
-        }
+        headers = [(k.lower().encode(), v.encode()) for k, v in self.headers.items()]
+        return http_scope(self.method, self.path.encode(), urlencode(self.params).encode(), headers)
 
     async def receive(self) -> Message:
         if not self._requested:

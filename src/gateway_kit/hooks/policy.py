@@ -37,6 +37,7 @@ class Refused:
 
 REFUSED = Refused()
 RAISE = object()  # the failure "value" of hooks whose failure must stop the start-up
+CLOCK = time.monotonic  # what times the access hooks; read when an implementation is guarded
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +103,7 @@ def guarded(
         policy.accepts,
         policy.on_failure,
         policy.timed,
-        time.monotonic,
+        CLOCK,
     )
 
     def call(*args: Any) -> Any:
