@@ -22,7 +22,7 @@ from .exceptions import (
     UpstreamUnavailable,
 )
 from .gateway import Gateway
-from .hooks import GuardVeto, Plugins, hookimpl
+from .hooks import GuardVeto, Plugins, RecoveryPlan, hookimpl
 from .http.fallback import PrefixNotFound
 from .http.middleware import Middleware
 from .http.mount import Mount
@@ -58,6 +58,7 @@ __all__ = [
     "Plugins",
     "PrefixNotFound",
     "Principal",
+    "RecoveryPlan",
     "Run",
     "RunConflict",
     "RunError",

@@ -12,6 +12,7 @@ The tree::
     │   └── LogClosed             the log was closed
     ├── RunError
     │   ├── RunConflict           the stream already has an active run (HTTP 409)
+    │   ├── RecoveryUsed          the run already had a recovery of this kind
     │   └── RunNotFound           no run with that id (HTTP 404)
     └── UpstreamError             talking to goose failed
         ├── UpstreamUnavailable   goose could not be reached (connect error, timeout)
@@ -64,6 +65,10 @@ class RunError(GatewayKitError):
 
 class RunConflict(RunError):
     pass
+
+
+class RecoveryUsed(RunError):
+    """A run already had a recovery of this kind: each kind runs at most once per run."""
 
 
 class RunNotFound(RunError, LookupError):

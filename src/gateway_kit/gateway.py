@@ -17,6 +17,7 @@ from .http.middleware import Middleware
 from .http.mount import Mount
 from .identity import IdentityMiddleware
 from .log import EventLog
+from .runs.lifecycle import LifecycleSettings, RunLifecycle
 from .runs.routes import RunRoutes
 from .runs.service import RunService
 from .runs.store import RunStore
@@ -86,6 +87,9 @@ class Gateway:
     :param max_body_bytes: the largest request body the gateway's routes accept (413 above it).
     :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
     :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
+    :param lifecycle_settings: how runs end (`gateway_kit.runs.lifecycle`): how many follow-up
+        turns finish guards may ask for (2 by default), how long a lifecycle hook may take,
+        and the billing outbox's timings.
     :param pump_scan_interval: how often this process looks for sessions nobody pumps (their
         process died) and takes them over.
     :param working_dir: the working directory of the goose sessions this gateway starts.
@@ -114,6 +118,7 @@ class Gateway:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         legacy_tasks_path: str | None = DEFAULT_LEGACY_TASKS_PATH,
         pump_settings: PumpSettings | None = None,
+        lifecycle_settings: LifecycleSettings | None = None,
         pump_scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
         working_dir: str = DEFAULT_WORKING_DIR,
     ) -> None:
@@ -152,20 +157,31 @@ class Gateway:
         )
         self.pumps: PumpManager | None = None
         self.runs: RunService | None = None
+        self.lifecycle: RunLifecycle | None = None
         if upstream is not None:
             store = RunStore(log.engine)
+            self.lifecycle = RunLifecycle(
+                log=log,
+                store=store,
+                upstream=upstream,
+                plugins=self.plugins,
+                settings=lifecycle_settings,
+                working_dir=self.settings.working_dir,
+            )
             self.pumps = PumpManager(
                 log=log,
                 store=store,
                 upstream=upstream,
                 settings=pump_settings,
                 scan_interval=self.settings.pump_scan_interval,
+                lifecycle=self.lifecycle,
             )
             self.runs = RunService(
                 log=log,
                 store=store,
                 upstream=upstream,
                 pumps=self.pumps,
+                lifecycle=self.lifecycle,
                 working_dir=self.settings.working_dir,
             )
         self.stack = self.build_middleware_stack()

@@ -306,8 +306,14 @@ def test_demo_runs_turns_on_the_simulated_goose_and_stops_on_ctrl_c_mid_run(
     assert types[-1] == "Finish" and types.count("Finish") == 1
     assert {e["run_id"] for e in events} == {run_id}
     assert run["stream"] == "demo" and run["status"] == "finished"
-    # Every event after RunStarted came from goose and keeps goose's id, counted from 1.
-    assert [e["upstream_event_id"] for e in events[1:]] == [str(n) for n in range(1, len(types))]
+    # Between RunStarted and the run's Finish every event came from goose and keeps goose's
+    # id, counted from 1; goose's own Finish is kept as UpstreamFinish.
+    goose = events[1:-1]
+    assert [e["upstream_event_id"] for e in goose] == [str(n) for n in range(1, len(goose) + 1)]
+    assert goose[-1]["type"] == "UpstreamFinish"
+    assert [a["upstream_request_id"] for a in run["attempts"]] == [
+        goose[-1]["data"]["chat_request_id"]
+    ]
     messages = [e["data"]["message"] for e in events if e["type"] == "Message"]
     contents = [c for message in messages for c in message["content"]]
     text = "".join(c["text"] for c in contents if c["type"] == "text")
@@ -333,12 +339,14 @@ def test_demo_started_again_after_ctrl_c_mid_run_ends_that_run_and_runs_the_next
             with client.stream("GET", events_url.replace("RUN_ID", interrupted)) as stream:
                 ending = list(sse_events(stream.iter_lines()))[-1]
             wait_until_ended(client, base, interrupted)
+            shown = client.get(f"{base}/gateway/runs/{interrupted}").json()
             run_id = start_goose_run(client, runs_url, "after the restart")
             with client.stream("GET", events_url.replace("RUN_ID", run_id)) as stream:
                 events = list(sse_events(stream.iter_lines()))
         stop(demo)
     assert demo.returncode == 0
     assert ending["type"] == "Error"
-    assert ending["data"]["error"] == LOST_RUN_ERROR.format(request_id=interrupted)
+    lost_request = shown["attempts"][-1]["upstream_request_id"]
+    assert ending["data"]["error"] == LOST_RUN_ERROR.format(request_id=lost_request)
     assert [e["type"] for e in events].count("Finish") == 1
     assert events[-1]["type"] == "Finish"

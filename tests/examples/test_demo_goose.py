@@ -92,8 +92,11 @@ def test_a_goose_run_streams_the_scripted_turn_into_the_conversation(sqlite_url:
     types = [e["type"] for e in events]
     assert types[0] == "RunStarted" and events[0]["data"]["message"] == "hello goose"
     assert types[-1] == "Finish" and types.count("Finish") == 1
-    # Every event after RunStarted is goose's, under goose's own id, counted from 1.
-    assert [int(e["upstream_event_id"]) for e in events[1:]] == list(range(1, len(events)))
+    # Between RunStarted and the run's Finish every event is goose's, under goose's own id,
+    # counted from 1; goose's own Finish is among them, kept as UpstreamFinish.
+    goose = events[1:-1]
+    assert [int(e["upstream_event_id"]) for e in goose] == list(range(1, len(goose) + 1))
+    assert goose[-1]["type"] == "UpstreamFinish" and events[-1]["upstream_event_id"] is None
     assert {e["stream"] for e in events} == {CONVERSATION}
     assert tool_calls(events) == [TOOL_NAME]
     thinking, answer = texts_by_message(events).values()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gateway_kit import ANONYMOUS, EventLog, Gateway, GuardVeto, PluginError
+from gateway_kit import ANONYMOUS, EventLog, Gateway, GuardVeto, PluginError, RecoveryPlan
 from gateway_kit.hooks import REFUSED
 
 from .plugins_for_tests import plugin, raising
@@ -131,10 +131,12 @@ def test_classify_error_the_next_plugin_answers_after_a_failure(
 def test_plan_recovery_the_next_plugin_plans_after_a_failure(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
-    plan = {"kind": "clean_session"}
+    plan = RecoveryPlan("clean_session", clean_session=True)
 
     def planner(error_class: str, run: object, attempts: list[object]) -> object:
-        return plan if error_class == "TOOL_HISTORY" else None
+        if error_class == "TOOL_HISTORY":
+            return plan
+        return {"kind": "clean_session"} if error_class == "DICT" else None
 
     gw = gateway(
         log,
@@ -144,6 +146,9 @@ def test_plan_recovery_the_next_plugin_plans_after_a_failure(
     assert gw.plugins.hook.plan_recovery(error_class="TOOL_HISTORY", run={}, attempts=[]) is plan
     assert gw.plugins.hook.plan_recovery(error_class="OTHER", run={}, attempts=[]) is None
     assert logged(caplog, "broken-planner", "plan_recovery")
+    # A plan is a RecoveryPlan: anything else is logged and counts as no plan.
+    assert gw.plugins.hook.plan_recovery(error_class="DICT", run={}, attempts=[]) is None
+    assert logged(caplog, "planner", "plan_recovery")
 
 
 # --- heartbeat -------------------------------------------------------------------------------

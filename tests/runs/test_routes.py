@@ -126,7 +126,8 @@ def test_cancel_ends_the_run_when_goose_finishes_it(log_url: str) -> None:
             assert cancelled.status_code == 200
             assert cancelled.json()["cancel_requested"] is True
             await wait_status(client, run_id, "cancelled")
-            assert fake.cancel_calls[0].request_id == run_id
+            shown = (await client.get(f"/gateway/runs/{run_id}")).json()
+            assert fake.cancel_calls[0].request_id == shown["attempts"][0]["upstream_request_id"]
             types = [e.type for e in log.read(run_id=run_id)]
             assert types[0] == "RunStarted" and "CancelRequested" in types
             assert types[-1] == "Finish"
@@ -153,7 +154,7 @@ def test_a_phone_resuming_with_only_its_gateway_cursor_gets_finish(log_url: str)
                 f"/gateway/runs/{run_id}/events", headers={"Last-Event-ID": str(cursor)}
             )
             types = [e["type"] for e in sse_events(resumed.text)]
-            assert types == ["Message", "Finish"]
+            assert types == ["Message", "UpstreamFinish", "Finish"]
             again = await client.get(
                 f"/gateway/runs/{run_id}/events",
                 headers={"Last-Event-ID": str(log.read(run_id=run_id)[-1].seq)},

@@ -29,10 +29,14 @@ def test_a_run_lands_in_the_log_with_goose_ids_and_ends(log_url: str) -> None:
             await h.pumps.wait_idle()  # the pump stops once nothing is left to pump
             events = h.events(run)
             assert run.status is RunStatus.FINISHED
-            assert types(events) == ["RunStarted", "Message", "Message", "MessageUsage", "Finish"]
-            assert goose_ids(events) == [1, 2, 3, 4]
-            assert all(e.data["chat_request_id"] == run.upstream_request_id for e in events[1:])
+            assert types(events) == [
+                "RunStarted", "Message", "Message", "MessageUsage", "UpstreamFinish", "Finish"
+            ]  # fmt: skip
+            assert goose_ids(events) == [1, 2, 3, 4]  # the run's own Finish is not goose's
+            goose_events = events[1:-1]
+            assert all(e.data["chat_request_id"] == run.upstream_request_id for e in goose_events)
             assert h.fake.reply_calls[0].request_id == run.upstream_request_id
+            assert run.upstream_request_id != run.run_id  # each attempt has its own request id
 
     asyncio.run(main())
 

@@ -134,7 +134,7 @@ def test_rule9_a_phone_that_dropped_before_finish_gets_finish_once(log_url: str)
             return h.log.read(after=phone_cursor, run_id=run.run_id)
 
     resumed = asyncio.run(main())
-    assert [e.type for e in resumed] == ["Message", "Finish"]
+    assert [e.type for e in resumed] == ["Message", "UpstreamFinish", "Finish"]
 
 
 def test_a_gateway_cursor_maps_to_the_goose_id_at_or_before_it(log_url: str) -> None:

@@ -4,7 +4,7 @@ from .loading import BUILT_IN, ENTRY_POINT, ENTRY_POINT_GROUP, PASSED_IN, Plugin
 from .manager import PluginInfo, Plugins
 from .markers import PROJECT, hookimpl, hookspec
 from .policy import REFUSED
-from .results import GuardVeto
+from .results import GuardVeto, RecoveryPlan
 
 __all__ = [
     "BUILT_IN",
@@ -17,6 +17,7 @@ __all__ = [
     "PluginInfo",
     "PluginSource",
     "Plugins",
+    "RecoveryPlan",
     "hookimpl",
     "hookspec",
 ]

@@ -26,7 +26,7 @@ from ..types import Scope
 from . import hookspecs
 from .loading import BUILT_IN, PASSED_IN, PluginSource, entry_points, load
 from .markers import PROJECT
-from .policy import CURRENT_CALL, CallProgress, Refused, guarded, logger
+from .policy import CURRENT_CALL, CallProgress, HookFailed, Refused, guarded, logger
 
 # Threads for hooks that may block; a plugin stuck in one never holds up the log's readers.
 HOOK_THREADS = 8
@@ -39,6 +39,7 @@ DUPLICATE = "cannot register plugin {name!r}: {error} (give the object a distinc
 UNKNOWN_CONFIG = "plugin_config names {names}, which {verb} no loaded plugin; loaded: {loaded}"
 BAD_CONFIG = "plugin_config[{name!r}] must be a mapping of settings, got {value!r}"
 UNANSWERED = "plugin %r did not answer authorize_subscription within %g s; the read is refused"
+SLOW_HOOK = "plugin %r did not answer %s within %g s; going on without its answer"
 NOBODY_DECIDED = "no plugin decided whether %r may read stream %r; refused"
 
 
@@ -215,6 +216,31 @@ class Plugins:
             logger.warning(NOBODY_DECIDED, principal.user_id, stream)
             return False
         return answer is True
+
+    async def call_in_thread(self, hook: str, *, timeout: float, **arguments: Any) -> Any:
+        """Call `hook` with `arguments` off the event loop; `TimeoutError` after `timeout`
+        seconds (the call goes on in its thread, and its answer is dropped), `HookFailed`
+        when an implementation of a hook whose calls are made again (`bill_run`) raised."""
+        progress = CallProgress()
+        caller = getattr(self.manager.hook, hook)
+
+        def call() -> Any:
+            CURRENT_CALL.set(progress)
+            return caller(**arguments)
+
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                answer = await loop.run_in_executor(self._threads(), _in_context(call))
+        except TimeoutError:
+            logger.error(SLOW_HOOK, progress.plugin, hook, timeout)
+            raise
+        if progress.failed:
+            raise HookFailed(progress.failed, hook)
+        return answer
+
+    def implements(self, hook: str) -> bool:
+        return bool(getattr(self.manager.hook, hook).get_hookimpls())
 
     def _threads(self) -> ThreadPoolExecutor:
         if self._executor is None:

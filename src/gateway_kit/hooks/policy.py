@@ -4,7 +4,9 @@ Every hook implementation runs inside `guarded`: an exception, an answer its hoo
 (for the hooks that decide who gets in) an answer slower than the plugin timeout is logged with
 the plugin's and the hook's name and replaced by the hook's failure value. Decisions about
 access fail closed: a failed `resolve_principal` is `REFUSED` (a 401), a failed
-`authorize_subscription` is ``False`` (a 403). A failed `configure_plugin` stops the start-up.
+`authorize_subscription` is ``False`` (a 403). A failed `configure_plugin` stops the start-up,
+and a failed `bill_run` makes `Plugins.call_in_thread` raise `HookFailed` once the other
+plugins were called: the bill's delivery is made again later, with the same key.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import contextvars
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import PluginError
 from ..principal import Principal
-from .results import GuardVeto
+from .results import GuardVeto, RecoveryPlan
 
 logger = logging.getLogger("gateway_kit.plugins")
 
@@ -26,6 +28,15 @@ RAISED = "plugin %r raised in hook %s; counted as %r"
 NONSENSE = "plugin %r answered %r to hook %s, which expects %s; counted as %r"
 TOO_SLOW = "plugin %r took %.3g s to answer hook %s, over the plugin timeout of %g s; counted as %r"
 CONFIG_FAILED = "plugin {name!r} refused its settings: {error}"
+
+
+class HookFailed(Exception):
+    """Implementations of a hook whose call is made again later raised."""
+
+    def __init__(self, plugins: list[str], hook: str) -> None:
+        super().__init__(f"{', '.join(map(repr, plugins))} raised in hook {hook}")
+        self.plugins = plugins
+        self.hook = hook
 
 
 class Refused:
@@ -37,6 +48,7 @@ class Refused:
 
 REFUSED = Refused()
 RAISE = object()  # the failure "value" of hooks whose failure must stop the start-up
+RETRY = object()  # the failure "value" of hooks whose call is made again later
 CLOCK = time.monotonic  # what times the access hooks; read when an implementation is guarded
 
 
@@ -62,9 +74,9 @@ def _one_of(*choices: object) -> Callable[[object], bool]:
 
 POLICIES: dict[str, HookPolicy] = {
     "finish_guard": HookPolicy(_optional(GuardVeto), "None or a GuardVeto"),
-    "bill_run": HookPolicy(_anything, "anything"),
+    "bill_run": HookPolicy(_anything, "anything", on_failure=RETRY),
     "classify_error": HookPolicy(_optional(str), "None or an error class name"),
-    "plan_recovery": HookPolicy(_anything, "None or a recovery plan"),
+    "plan_recovery": HookPolicy(_optional(RecoveryPlan), "None or a RecoveryPlan"),
     "resolve_tmux_session": HookPolicy(_optional(str), "None or a tmux session id"),
     "heartbeat_policy": HookPolicy(_one_of(None, "allow", "skip"), "None, 'allow' or 'skip'"),
     "heartbeat_fallback": HookPolicy(_one_of(None, "allow", "skip"), "None, 'allow' or 'skip'"),
@@ -86,6 +98,7 @@ class CallProgress:
     """Which plugin a hook call running in another thread is in, for the log of a timeout."""
 
     plugin: str | None = None
+    failed: list[str] = field(default_factory=list)  # plugins whose call is to be made again
 
 
 CURRENT_CALL: contextvars.ContextVar[CallProgress | None] = contextvars.ContextVar(
@@ -116,6 +129,13 @@ def guarded(
         except Exception as exc:
             if on_failure is RAISE:
                 raise PluginError(CONFIG_FAILED.format(name=plugin, error=exc)) from exc
+            if on_failure is RETRY:
+                # The other plugins are still called; whoever made the call learns of the
+                # failure from its progress, and makes the whole call again later.
+                logger.exception(RAISED, plugin, hook, "a failed call, made again later")
+                if progress is not None:
+                    progress.failed.append(plugin)
+                return None
             logger.exception(RAISED, plugin, hook, on_failure)
             return on_failure
         if answer is not None and not accepts(answer):  # None is every hook's "no answer"

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from ..exceptions import LogClosed
 from .event import TERMINAL_TYPES, Event, NewEvent
 from .schema import COLUMNS, EVENTS, META, STREAM_HEADS
+from .transaction import Transaction
 
 Row = Sequence[Any]
 
@@ -32,7 +33,9 @@ class Backend(Protocol):
     def engine(self) -> sa.Engine: ...
     def version(self) -> str | None: ...
     def epoch(self) -> str: ...
-    def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]: ...
+    def insert(
+        self, batch: Sequence[NewEvent], now: float, end: RunEnd | None = None
+    ) -> list[Event]: ...
     def read(
         self, after: int, stream: str | None, run_id: str | None, limit: int
     ) -> list[Event]: ...
@@ -46,6 +49,21 @@ class Backend(Protocol):
 
 
 CLOSE_WAIT_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """An insert that ends a run: written only if the run has no terminal event yet, and with
+    `also` run in the same transaction after the insert (it raises to undo everything)."""
+
+    run_id: str
+    also: Callable[[Transaction, list[Event]], None] | None = None
+
+
+def run_ended_sql(placeholder: str) -> str:
+    """A row when the run already has a terminal event."""
+    terminal = ", ".join(f"'{t}'" for t in sorted(TERMINAL_TYPES))
+    return f"SELECT 1 FROM {EVENTS} WHERE run_id = {placeholder} AND type IN ({terminal}) LIMIT 1"
 
 
 class Closable(Protocol):
@@ -154,6 +172,7 @@ class Latest:
     upstream_only: bool = False
     upstream_event_id: str | None = None
     upto: int | None = None  # and seq <= upto
+    terminal: bool = False  # only a run's terminal events, and the oldest of them
 
     def sql(self, placeholder: str) -> tuple[str, list[Any]]:
         where, params = [f"seq > {placeholder}"], [self.after]
@@ -167,8 +186,13 @@ class Latest:
         if self.upto is not None:
             where.append(f"seq <= {placeholder}")
             params.append(self.upto)
+        order = "DESC"
+        if self.terminal:
+            where.append(f"type IN ({', '.join(map(repr, sorted(TERMINAL_TYPES)))})")
+            order = "ASC"
         sql = (
-            f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} ORDER BY seq DESC LIMIT 1"
+            f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} "
+            f"ORDER BY seq {order} LIMIT 1"
         )
         return sql, params
 

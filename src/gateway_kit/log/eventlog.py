@@ -13,16 +13,24 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..exceptions import InvalidCursor, LogClosed
+from ..exceptions import InvalidCursor, InvalidEvent, LogClosed
 from ..settings import DEFAULT_DATABASE_URL, check_database_url
 from . import migrate
-from .backend import Backend, Latest
-from .event import DEFAULT_MAX_PAYLOAD_BYTES, Event, NewEvent, check_cursor, prepare
+from .backend import Backend, Latest, RunEnd
+from .event import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    TERMINAL_TYPES,
+    Event,
+    NewEvent,
+    check_cursor,
+    prepare,
+)
 from .group_commit import GroupCommit
 from .notifier import Notifier
 from .postgres import PostgresBackend
 from .schema import HEAD_REVISION
 from .sqlite import SQLiteBackend
+from .transaction import Transaction
 
 logger = logging.getLogger("gateway_kit.log")
 
@@ -146,13 +154,58 @@ class EventLog:
         self._check_open()
         return self._group.submit(items)
 
+    def end_run(
+        self,
+        stream: str,
+        type: str,
+        data: Mapping[str, Any] | None = None,
+        *,
+        run_id: str,
+        before: Iterable[Mapping[str, Any]] = (),
+        also: Callable[[Transaction, list[Event]], None] | None = None,
+    ) -> Event | None:
+        """Append a run's terminal event (`Finish` or `Error`) unless the run already has one.
+
+        One transaction holds the events of `before` (if any), the terminal event, and what
+        `also(transaction, events)` writes to the tables beside the log; if `also` raises,
+        nothing is written. Whatever several threads or processes do, a run ends this way at
+        most once: the others get None.
+        """
+        if type not in TERMINAL_TYPES:
+            raise InvalidEvent(f"a run ends with one of {sorted(TERMINAL_TYPES)}, not {type!r}")
+        items = [self._prepare(e) for e in before]
+        terminal = {"stream": stream, "type": type, "data": data, "run_id": run_id}
+        items.append(self._prepare(terminal))
+        self._check_open()
+        with self._write_lock:
+            events = self._backend.insert(items, time.time(), RunEnd(run_id, also))
+        if not events:
+            return None
+        self._announce(events)
+        return events[-1]
+
+    async def aend_run(
+        self,
+        stream: str,
+        type: str,
+        data: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Event | None:
+        """The async twin of `end_run`, taking the same keyword arguments."""
+        call = functools.partial(self.end_run, stream, type, data, **options)
+        return await asyncio.to_thread(call)
+
     def _commit(self, batch: list[NewEvent]) -> list[Event]:
         events = self._backend.insert(batch, time.time())
+        self._announce(events)
+        return events
+
+    def _announce(self, events: list[Event]) -> None:
         # After commit: readers only ever see durable events.
         listeners = self._commit_listeners
         if not listeners:
             self._notifier.notify()
-            return events
+            return
 
         def tell(token: int) -> None:
             for listener in listeners:
@@ -162,7 +215,6 @@ class EventLog:
                     logger.exception("a commit listener failed")
 
         self._notifier.notify(tell)
-        return events
 
     def add_commit_listener(
         self, listener: Callable[[int, list[Event]], None]
@@ -244,6 +296,14 @@ class EventLog:
         )
         self._check_open()
         return self._backend.latest(query)
+
+    def run_end(self, run_id: str) -> Event | None:
+        """The run's terminal event: its first `Finish` or `Error`, or None while it runs."""
+        self._check_open()
+        return self._backend.latest(Latest(run_id=run_id, terminal=True))
+
+    async def arun_end(self, run_id: str) -> Event | None:
+        return await asyncio.to_thread(self.run_end, run_id)
 
     async def alatest(self, stream: str | None = None, **fields: Any) -> Event | None:
         """The async twin of `latest`, taking the same keyword arguments."""

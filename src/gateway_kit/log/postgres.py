@@ -27,10 +27,12 @@ from sqlalchemy.engine import make_url
 from .backend import (
     Connections,
     Latest,
+    RunEnd,
     delete_runs,
     last_seq_sql,
     prunable_runs_sql,
     row_to_event,
+    run_ended_sql,
     select_params,
     select_sql,
 )
@@ -40,9 +42,11 @@ from .schema import (
     LISTENER_LOCK_CLASS,
     META,
     NOTIFY_CHANNEL,
+    RUN_END_LOCK_CLASS,
     STREAM_LOCK_CLASS,
     VERSION_TABLE,
 )
+from .transaction import Transaction
 
 logger = logging.getLogger("gateway_kit.log")
 
@@ -56,6 +60,7 @@ APPEND_ONE_SQL = "SELECT out_seq, out_pos FROM gateway_kit_append_one(%s, %s, %s
 PRUNE_STREAMS_PER_TRANSACTION = 500
 STREAM_HASHES_SQL = "SELECT DISTINCT hashtext(s) AS h FROM unnest(%s::text[]) AS s ORDER BY h"
 LOCK_STREAM_SQL = "SELECT pg_advisory_xact_lock(%s, %s)"
+LOCK_RUN_SQL = f"SELECT pg_advisory_xact_lock({RUN_END_LOCK_CLASS}, hashtext(%s))"
 LISTENING_SQL = f"SELECT pg_advisory_lock_shared({LISTENER_LOCK_CLASS}, hashtext(current_schema()))"
 # One round trip either way; the exclusive lock lasts only this statement.
 NOTIFY_IF_LISTENED_SQL = (
@@ -113,7 +118,22 @@ class PostgresBackend:
         assert row is not None
         return str(row[0])
 
-    def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]:
+    def insert(
+        self, batch: Sequence[NewEvent], now: float, end: RunEnd | None = None
+    ) -> list[Event]:
+        try:
+            # Without an end, one autocommit statement.
+            events = self._append(batch, now) if end is None else self._end_run(batch, now, end)
+        except BaseException:
+            # The failed append may still hold the log's ordering lock (a session lock).
+            with contextlib.suppress(psycopg.Error):
+                self._writer.execute("SELECT pg_advisory_unlock_all()")
+            raise
+        if events:
+            self._announcer.announce()
+        return events
+
+    def _append(self, batch: Sequence[NewEvent], now: float) -> list[Event]:
         params: tuple[Any, ...]
         if len(batch) == 1:
             e = batch[0]
@@ -122,18 +142,28 @@ class PostgresBackend:
             )  # fmt: skip
         else:
             sql, params = APPEND_SQL, (self._batch_json(batch), now)
-        try:
-            rows = self._append_cursor.execute(sql, params).fetchall()
-        except BaseException:
-            # The failed append may still hold the log's ordering lock (a session lock).
-            with contextlib.suppress(psycopg.Error):
-                self._writer.execute("SELECT pg_advisory_unlock_all()")
-            raise
-        self._announcer.announce()
+        rows = self._append_cursor.execute(sql, params).fetchall()
         return [
             Event(seq, e.stream, pos, e.run_id, e.type, e.data_json, e.upstream_event_id, now)
             for (seq, pos), e in zip(rows, batch, strict=True)
         ]
+
+    def _end_run(self, batch: Sequence[NewEvent], now: float, end: RunEnd) -> list[Event]:
+        """The batch, in one transaction with `end.also`, unless the run has already ended.
+
+        Processes that end the same run wait for each other on the run's lock, and the one
+        that comes second sees the first one's terminal event. The lock and the check write
+        nothing, so the append is still what gives the transaction its id (in seq order).
+        """
+        conn = self._writer
+        with conn.transaction():
+            conn.execute(LOCK_RUN_SQL, (end.run_id,))
+            if conn.execute(run_ended_sql("%s"), (end.run_id,)).fetchone():
+                return []
+            events = self._append(batch, now)
+            if end.also is not None:
+                end.also(Transaction(conn, self.dialect), events)
+        return events
 
     @staticmethod
     def _batch_json(batch: Sequence[NewEvent]) -> str:

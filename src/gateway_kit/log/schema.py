@@ -9,7 +9,7 @@ META = "gateway_kit_meta"
 STREAM_HEADS = "gateway_kit_stream_heads"
 VERSION_TABLE = "gateway_kit_alembic_version"
 # The newest migration: a log whose version table says otherwise is upgraded on open.
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 
 COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 
@@ -24,5 +24,8 @@ STREAM_LOCK_CLASS = 0x6773
 # Every process listening for the log's commits holds (LISTENER_LOCK_CLASS,
 # hashtext(current_schema())) shared, so that writers can tell whether anyone listens at all.
 LISTENER_LOCK_CLASS = 0x676C
+# Whoever appends a run's terminal event holds (RUN_END_LOCK_CLASS, hashtext(run_id)) until
+# it commits, so two processes cannot both end one run.
+RUN_END_LOCK_CLASS = 0x6772
 NOTIFY_CHANNEL = "gateway_kit_events"
 MIGRATION_LOCK_KEY = 0x676B_6D6967

@@ -19,16 +19,19 @@ from sqlalchemy.engine import make_url
 from .backend import (
     Connections,
     Latest,
+    RunEnd,
     delete_runs,
     last_seq_sql,
     prunable_runs_sql,
     row_to_event,
+    run_ended_sql,
     select_params,
     select_sql,
 )
 from .database import sqlite_engine
 from .event import Event, NewEvent
 from .schema import EVENTS, META, STREAM_HEADS, VERSION_TABLE
+from .transaction import Transaction
 
 BUSY_TIMEOUT_MS = 60_000
 WATCH_INTERVAL = 0.2  # seconds between data_version checks while someone is tailing
@@ -118,10 +121,17 @@ class SQLiteBackend:
         row = self._fetch(f"SELECT value FROM {META} WHERE key = 'epoch'", one=True)
         return str(row[0])
 
-    def insert(self, batch: Sequence[NewEvent], now: float) -> list[Event]:
+    def insert(
+        self, batch: Sequence[NewEvent], now: float, end: RunEnd | None = None
+    ) -> list[Event]:
         conn = self._writer
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # The write lock is held from BEGIN IMMEDIATE: no other process can end the run
+            # between this check and the commit.
+            if end is not None and conn.execute(run_ended_sql("?"), (end.run_id,)).fetchone():
+                conn.execute("ROLLBACK")
+                return []
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             if version != self._written_at:
                 self._forget_written()
@@ -144,6 +154,9 @@ class SQLiteBackend:
                      item.upstream_event_id, now)
                 )  # fmt: skip
             conn.executemany(INSERT_SQL, rows)
+            events = [Event(*r) for r in rows]
+            if end is not None and end.also is not None:
+                end.also(Transaction(conn, self.dialect), events)
             conn.execute("COMMIT")
         except BaseException:
             self._forget_written()  # heads may hold positions that were never committed
@@ -153,7 +166,7 @@ class SQLiteBackend:
         self._last_seq, self._written_at = seq, version
         if len(heads) > MAX_KNOWN_HEADS:
             heads.clear()
-        return [Event(*r) for r in rows]
+        return events
 
     def _forget_written(self) -> None:
         self._written_at = None

@@ -1,22 +1,23 @@
 """When a run has ended: the log decides, by the run's terminal event.
 
-The run table follows the log: a process may die between appending a run's `Finish` and
-recording it, so whoever finds such a run records the ending the log already holds.
+A run ends with its first `Finish` or `Error` (see `gateway_kit.runs.events`: goose's own are
+kept under other types). The run's row is written in the same transaction when the lifecycle
+ends it; a run written by the app itself has no row, only its events.
 """
 
 from __future__ import annotations
 
 from ..log import Event, EventLog
+from .events import ERROR
 from .model import Run, RunStatus
 
 
 async def terminal_event(log: EventLog, run: Run) -> Event | None:
-    """The run's terminal event, if the log's last event of the run is one."""
-    last = await log.alatest(run.stream, run_id=run.run_id)
-    return last if last is not None and last.is_terminal else None
+    """The run's terminal event, or None while it runs."""
+    return await log.arun_end(run.run_id)
 
 
 def ending_status(event_type: str, *, cancel_requested: bool) -> RunStatus:
-    if event_type == "Error":
+    if event_type == ERROR:
         return RunStatus.FAILED
     return RunStatus.CANCELLED if cancel_requested else RunStatus.FINISHED

@@ -6,7 +6,7 @@ the dependency goes one way only; `GooseUpstream` and `PumpManager` fit these pr
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class UpstreamSession(Protocol):
@@ -15,9 +15,18 @@ class UpstreamSession(Protocol):
 
 
 class Upstream(Protocol):
-    async def start_session(self, working_dir: str) -> UpstreamSession: ...
+    async def start_session(
+        self, working_dir: str, *, extension_overrides: list[dict[str, Any]] | None = None
+    ) -> UpstreamSession: ...
 
-    async def reply(self, session_id: str, text: str, *, request_id: str) -> object: ...
+    async def reply(
+        self,
+        session_id: str,
+        text: str,
+        request_id: str,
+        *,
+        override_conversation: list[dict[str, Any]] | None = None,
+    ) -> object: ...
 
     async def cancel(self, session_id: str, request_id: str) -> None: ...
 

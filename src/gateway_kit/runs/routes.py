@@ -3,7 +3,8 @@
     POST {prefix}/streams/{stream}/runs   {"message": "..."} → {"run_id", ...}; 409 while the
                                           stream has an active run
     POST {prefix}/runs/{run_id}/cancel    ask goose to stop the run
-    GET  {prefix}/runs/{run_id}           the run's state
+    GET  {prefix}/runs/{run_id}           the run: its status, its attempts (each with its
+                                          goose request id) and the seq of its terminal event
 
 A request that cannot be served is refused before anything is written: a body that is not JSON
 (415 without a JSON content type, 413 above the size limit, 400 otherwise), a message that is not
@@ -13,6 +14,7 @@ message is too large for one event).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..exceptions import (
@@ -30,7 +32,7 @@ from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
 from ..settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_PREFIX
 from ..types import ASGIApp, Receive, Scope, Send
-from .model import Run
+from .model import Attempt, Run
 from .service import RunService
 
 RUN_ACTIVE = "run_active"
@@ -43,15 +45,31 @@ BODY_MESSAGE = 'the body must be a JSON object with a non-empty string "message"
 NO_UPSTREAM_MESSAGE = "this gateway has no upstream: pass Gateway(upstream=GooseUpstream(...))"
 
 
-def run_json(run: Run) -> dict[str, Any]:
+def run_json(
+    run: Run, attempts: Sequence[Attempt] = (), terminal_seq: int | None = None
+) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "stream": run.stream,
         "status": run.status.value,
         "attempt": run.attempt,
+        "attempts": [attempt_json(attempt) for attempt in attempts],
+        "terminal_seq": terminal_seq,
         "cancel_requested": run.cancel_requested,
         "created_at": run.created_at,
         "finished_at": run.finished_at,
+    }
+
+
+def attempt_json(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "number": attempt.number,
+        "kind": attempt.kind.value,
+        "upstream_request_id": attempt.upstream_request_id,
+        "session_id": attempt.session_id,
+        "recovery": attempt.recovery,
+        "reason": attempt.reason,
+        "started_at": attempt.started_at,
     }
 
 
@@ -133,7 +151,10 @@ class RunRoutes:
             run = await self.service.get(run_id)
         except RunNotFound as exc:
             raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
-        await send_json(request.send, 200, run_json(run))
+        attempts = await self.service.attempts(run_id)
+        end = await self.service.log.arun_end(run_id)
+        terminal_seq = None if end is None else end.seq
+        await send_json(request.send, 200, run_json(run, attempts, terminal_seq))
 
 
 def upstream_error(exc: UpstreamError) -> HTTPError:

@@ -12,12 +12,12 @@ from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_WORKING_DIR
 from .ending import ending_status, terminal_event
-from .model import Run, RunStatus
+from .events import CANCEL_REQUESTED, RUN_STARTED
+from .lifecycle import RunLifecycle
+from .model import Attempt, Run, RunStatus
 from .ports import Pumps, Upstream
 from .store import RunStore
 
-RUN_STARTED = "RunStarted"
-CANCEL_REQUESTED = "CancelRequested"
 REFUSED_ERROR = "the upstream refused the run: {error}"
 NO_RUN = "no run {run_id!r}"
 NUL_MESSAGE = "message holds a NUL character"
@@ -31,12 +31,16 @@ class RunService:
         store: RunStore,
         upstream: Upstream,
         pumps: Pumps,
+        lifecycle: RunLifecycle | None = None,
         working_dir: str = DEFAULT_WORKING_DIR,
     ) -> None:
         self.log = log
         self.store = store
         self.upstream = upstream
         self.pumps = pumps
+        self.lifecycle = lifecycle or RunLifecycle(
+            log=log, store=store, upstream=upstream, working_dir=working_dir
+        )
         self.working_dir = working_dir
 
     async def start(self, stream: str, message: str) -> Run:
@@ -61,7 +65,7 @@ class RunService:
             run_id=run_id,
             stream=stream,
             session_id=binding.session_id,
-            upstream_request_id=run_id,  # goose routes its events to us by this id
+            upstream_request_id=str(uuid.uuid4()),  # the first attempt's: goose routes by it
             status=RunStatus.ACTIVE,
             attempt=1,
             cancel_requested=False,
@@ -77,7 +81,7 @@ class RunService:
             await asyncio.to_thread(self.store.end, run_id, RunStatus.FAILED)
             raise
         try:
-            await self.upstream.reply(binding.session_id, message, request_id=run_id)
+            await self.upstream.reply(binding.session_id, message, run.upstream_request_id)
         except UpstreamError as exc:
             await self._refused(run, exc)
             if isinstance(exc, SessionBusy):
@@ -99,13 +103,8 @@ class RunService:
         await asyncio.to_thread(self.store.end, active.run_id, status)
 
     async def _refused(self, run: Run, exc: UpstreamError) -> None:
-        await self.log.aappend(
-            run.stream,
-            "Error",
-            {"type": "Error", "error": REFUSED_ERROR.format(error=exc)},
-            run_id=run.run_id,
-        )
-        await asyncio.to_thread(self.store.end, run.run_id, RunStatus.FAILED)
+        # The client hears of it in the answer to its request: no recovery is tried.
+        await self.lifecycle.end_unstarted(run, REFUSED_ERROR.format(error=exc))
 
     async def cancel(self, run_id: str) -> Run:
         """Ask goose to stop the run; it ends when goose's `Finish` for it arrives."""
@@ -128,8 +127,13 @@ class RunService:
             raise RunNotFound(NO_RUN.format(run_id=run_id))
         return run
 
+    async def attempts(self, run_id: str) -> list[Attempt]:
+        return await asyncio.to_thread(self.store.attempts, run_id)
+
     async def startup(self) -> None:
         await self.pumps.start()
+        await self.lifecycle.start()
 
     async def shutdown(self) -> None:
         await self.pumps.stop()
+        await self.lifecycle.stop()

@@ -1,4 +1,4 @@
-"""Table objects for the rows beside the log (made by migration 0002)."""
+"""Table objects for the rows beside the log (made by migrations 0002 and 0007)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import sqlalchemy as sa
 SESSIONS = "gateway_kit_sessions"
 RUNS = "gateway_kit_runs"
 LEASES = "gateway_kit_leases"
+ATTEMPTS = "gateway_kit_run_attempts"
+BILLS = "gateway_kit_bills"
 
 metadata = sa.MetaData()
 
@@ -41,4 +43,34 @@ leases = sa.Table(
     sa.Column("holder", sa.Text, nullable=False),
     sa.Column("token", sa.BigInteger, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),
+)
+
+attempts = sa.Table(
+    ATTEMPTS,
+    metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True),
+    sa.Column("upstream_request_id", sa.Text, nullable=False),
+    sa.Column("session_id", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("recovery", sa.Text),
+    sa.Column("reason", sa.Text),
+    sa.Column("started_at", sa.Float, nullable=False),
+)
+
+bills = sa.Table(
+    BILLS,
+    metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("idempotency_key", sa.Text, nullable=False),
+    sa.Column("stream", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("usage", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("tries", sa.Integer, nullable=False),
+    sa.Column("claimed_by", sa.Text),
+    sa.Column("claimed_until", sa.Float),
+    sa.Column("next_try_at", sa.Float, nullable=False),
+    sa.Column("last_error", sa.Text),
+    sa.Column("delivered_at", sa.Float),
 )

@@ -134,16 +134,24 @@ class GooseUpstream:
     # --- turns
 
     async def reply(
-        self, session_id: str, message: str | JSONObject, request_id: str | None = None
+        self,
+        session_id: str,
+        message: str | JSONObject,
+        request_id: str | None = None,
+        *,
+        override_conversation: list[JSONObject] | None = None,
     ) -> str:
         """Start a turn and return its request id, the key its events carry as `chat_request_id`.
 
         `message` is the user's text, or a complete goose `Message` sent as is. goose answers at
-        once; the turn's output arrives on `events()`.
+        once; the turn's output arrives on `events()`. `override_conversation` replaces the
+        session's history before the turn (goose `Message`s).
         """
         request_id = str(uuid.uuid4()) if request_id is None else request_id
         user_msg = user_message(message) if isinstance(message, str) else message
-        body = {"request_id": request_id, "user_message": user_msg}
+        body: JSONObject = {"request_id": request_id, "user_message": user_msg}
+        if override_conversation is not None:
+            body["override_conversation"] = override_conversation
         await self._send("POST", f"/sessions/{_segment(session_id)}/reply", json=body)
         return request_id
 

@@ -1,10 +1,12 @@
-"""The session pump: reads one goose session's events and appends each to the log.
+"""The session pump: reads one goose session's events, appends each to the log, and reports
+what goose said about a run to the run lifecycle.
 
 One pump per goose session, owned by the gateway, never by a client connection, and only in the
-process that holds the session's lease. Every goose event is appended with goose's own id as
-`upstream_event_id`; the translator (`translator.py`) decides what is sent back as
-`Last-Event-ID`. The pump ends when the session has no active run and the log ends its latest
-run. What it does when goose misbehaves:
+process that holds the session's lease. The pump decides nothing about a run's end: frames
+become appends (`appends.py`), goose's `Finish`, `Error` and upstream failures go to the
+lifecycle (`gateway_kit.runs.lifecycle`), which ends the run or starts its next attempt. The
+translator (`translator.py`) decides what is sent back as `Last-Event-ID`. The pump ends when
+the session has no active run. What it does when goose misbehaves:
 
 - any reconnection is made without the header, since goose may have restarted meanwhile;
   replayed events the log holds are recognised by content;
@@ -14,9 +16,10 @@ run. What it does when goose misbehaves:
 - "Client too far behind": never copied into the log; reconnect without the header, skip what
   the log holds, and if events were lost, append the conversation from `GET /sessions/{id}`;
 - a run goose no longer knows (not in `ActiveRequests` after a reconnect, and no terminal event
-  within the grace period) ends with an `Error` saying the upstream lost it;
-- goose unreachable: wait for `/status`, and after `upstream_down_timeout` end the active runs
-  with an `Error`, so no client is left on "running…".
+  within the grace period) is reported as failed: the upstream lost it;
+- goose unreachable: wait for `/status`, and after `upstream_down_timeout` report the active
+  runs as failed, so no client is left on "running…";
+- the stream moved to another goose session (a recovery in a clean session): stop.
 """
 
 from __future__ import annotations
@@ -34,12 +37,13 @@ from ..exceptions import (
     UpstreamUnavailable,
 )
 from ..log import EventLog
-from ..runs.ending import ending_status, terminal_event
-from ..runs.model import Run, RunStatus, SessionBinding
+from ..runs.ending import terminal_event
+from ..runs.lifecycle import RunLifecycle
+from ..runs.model import Run, SessionBinding
 from ..runs.store import RunStore
+from .appends import FrameAppender
 from .goose import GooseUpstream
 from .goose_events import GooseEventStream
-from .goose_frames import UpstreamFrame
 from .lease import Lease
 from .translator import is_duplicate, plan_resume
 
@@ -58,6 +62,7 @@ class PumpSettings:
     max_reconnect_delay: float = 5.0
     upstream_down_timeout: float = 300.0
     lease_ttl: float = 10.0
+    max_failures: int = 5  # a pump that fails this many times in a row ends its session's runs
 
 
 class GooseRestarted(Exception):
@@ -72,6 +77,10 @@ class LeaseLost(Exception):
     """Another process took the session's lease over."""
 
 
+class Unbound(Exception):
+    """The stream this session served moved to another session."""
+
+
 class SessionPump:
     def __init__(
         self,
@@ -82,6 +91,7 @@ class SessionPump:
         session_id: str,
         lease: Lease,
         settings: PumpSettings,
+        lifecycle: RunLifecycle,
     ) -> None:
         self.log = log
         self.store = store
@@ -90,7 +100,8 @@ class SessionPump:
         self.binding = SessionBinding(stream="", session_id=session_id, lifetime_start_seq=0)
         self.lease = lease
         self.settings = settings
-        self._runs: dict[str, Run] = {}
+        self.lifecycle = lifecycle
+        self.appender = FrameAppender(log, store)
 
     async def run(self) -> bool:
         """Pump until nothing is left; False when another process holds the session's lease."""
@@ -103,6 +114,8 @@ class SessionPump:
         except LeaseLost:
             logger.warning("pump for goose session %s lost its lease", self.session_id)
             return False
+        except Unbound:
+            logger.info("goose session %s no longer serves its stream", self.session_id)
         finally:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -122,10 +135,9 @@ class SessionPump:
         # header-less, recognise replayed events by content and notice lost ones by the gap.
         first = True
         while True:
-            binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
-            assert binding is not None  # bindings are never deleted
-            self.binding = binding
-            await self._end_runs_the_log_ended()
+            await self._check_bound()
+            for run in await self._active_runs():
+                await self.lifecycle.resume(run)
             latest = await asyncio.to_thread(self.store.latest_run, self.session_id)
             plan = await plan_resume(self.log, self.binding, latest)
             if not plan.connect and not await self._active_runs():
@@ -211,54 +223,28 @@ class SessionPump:
                 await self._recover_conversation()
             check_gap = False
             known = frame.id
-            run = await self._append(frame)
-            if run is not None and frame.type in ("Finish", "Error"):
-                if frame.type == "Error":
-                    deadline = time.monotonic() + self.settings.error_finish_grace
-                elif not await self._active_runs():
-                    return True
+            if not self.lease.held:
+                raise LeaseLost
+            run, event = await self.appender.append(self.binding.stream, frame)
+            if run is None or frame.type not in ("Finish", "Error"):
+                continue
+            if frame.type == "Finish":
+                await self.lifecycle.upstream_finished(run, event)
+            else:
+                await self.lifecycle.upstream_errored(run, event)
+                deadline = time.monotonic() + self.settings.error_finish_grace
+            await self._check_bound()  # a recovery may have moved the stream to a new session
+            if frame.type == "Finish" and not await self._active_runs():
+                return True
 
-    async def _append(self, frame: UpstreamFrame) -> Run | None:
-        if not self.lease.held:
-            raise LeaseLost
-        run = await self._run_for(frame.run_key)
-        await self.log.aappend(
-            self.binding.stream,
-            frame.type,
-            frame.data,
-            run_id=None if run is None else run.run_id,
-            upstream_event_id=str(frame.id),
-        )
-        if run is not None and frame.type in ("Finish", "Error"):
-            await self._end_run(run.run_id, frame.type)
-        return run
-
-    async def _end_run(self, run_id: str, event_type: str) -> None:
-        run = await asyncio.to_thread(self.store.get, run_id)
-        if run is None or not run.active:
-            return
-        status = ending_status(event_type, cancel_requested=run.cancel_requested)
-        await asyncio.to_thread(self.store.end, run_id, status)
-
-    async def _run_for(self, request_id: str | None) -> Run | None:
-        if request_id is None:
-            return None
-        if request_id not in self._runs:
-            run = await asyncio.to_thread(self.store.by_upstream_request, request_id)
-            if run is None:
-                return None
-            self._runs[request_id] = run
-        return self._runs[request_id]
+    async def _check_bound(self) -> None:
+        binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
+        if binding is None:
+            raise Unbound
+        self.binding = binding
 
     async def _active_runs(self) -> list[Run]:
         return await asyncio.to_thread(self.store.active_runs, self.session_id)
-
-    async def _end_runs_the_log_ended(self) -> None:
-        """A process may have died between appending a terminal event and recording it."""
-        for run in await self._active_runs():
-            terminal = await terminal_event(self.log, run)
-            if terminal is not None:
-                await self._end_run(run.run_id, terminal.type)
 
     async def _end_lost_runs(
         self, at_connect: list[Run], listed: set[str], *, header_sent: bool
@@ -277,6 +263,8 @@ class SessionPump:
             current = await asyncio.to_thread(self.store.get, run.run_id)
             if current is None or not current.active or await terminal_event(self.log, current):
                 continue
+            if current.upstream_request_id != run.upstream_request_id:
+                continue  # a newer attempt, started after this connection: goose has it
             if header_sent:
                 raise RecheckWithoutHeader
             error = LOST_RUN_ERROR.format(request_id=run.upstream_request_id)
@@ -292,13 +280,7 @@ class SessionPump:
     async def _fail(self, run: Run, error: str) -> None:
         if not self.lease.held:
             raise LeaseLost
-        await self.log.aappend(
-            run.stream,
-            "Error",
-            {"type": "Error", "error": error, "chat_request_id": run.upstream_request_id},
-            run_id=run.run_id,
-        )
-        await asyncio.to_thread(self.store.end, run.run_id, RunStatus.FAILED)
+        await self.lifecycle.upstream_failed(run, error)
 
     async def _recover_conversation(self) -> None:
         """Rule 7: events fell out of goose's buffer; the session itself holds the conversation."""

@@ -1,7 +1,9 @@
 """Every session pump of one gateway process, and the scan that adopts orphaned sessions.
 
 A pump is started when a run starts; the scan also finds active runs whose session nobody
-pumps (their process died, its lease ran out) and starts a pump for them here.
+pumps (their process died, its lease ran out) and starts a pump for them here. A pump that
+fails is started again after a pause that doubles with each failure in a row; past
+`max_failures` in a row, its session's active runs end with an `Error` that says why.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import uuid
 from typing import Any
 
 from ..log import EventLog
+from ..runs.lifecycle import RunLifecycle
 from ..runs.store import RunStore
 from ..settings import DEFAULT_PUMP_SCAN_INTERVAL
 from .goose import GooseUpstream
@@ -22,6 +25,7 @@ from .pump import PumpSettings, SessionPump
 logger = logging.getLogger("gateway_kit.upstream")
 
 LEASE_PREFIX = "pump:"
+PUMP_FAILED_ERROR = "the session pump failed {count} times in a row; the last failure: {error}"
 
 
 class PumpManager:
@@ -33,15 +37,19 @@ class PumpManager:
         upstream: GooseUpstream,
         settings: PumpSettings | None = None,
         scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
+        lifecycle: RunLifecycle | None = None,
     ) -> None:
         self.log = log
         self.store = store
         self.upstream = upstream
         self.settings = settings or PumpSettings()
         self.scan_interval = scan_interval
+        self.lifecycle = lifecycle or RunLifecycle(log=log, store=store, upstream=upstream)
+        self.lifecycle.pumps = self  # a recovery in a new session needs that session pumped
         self.holder = f"{uuid.uuid4().hex}"
         self._pumps: dict[str, asyncio.Task[bool]] = {}
         self._rechecks: set[asyncio.Task[None]] = set()
+        self._failures: dict[str, int] = {}  # failures in a row, per session
         self._scanner: asyncio.Task[None] | None = None
 
     def running(self, session_id: str) -> bool:
@@ -62,6 +70,7 @@ class PumpManager:
             session_id=session_id,
             lease=lease,
             settings=self.settings,
+            lifecycle=self.lifecycle,
         )
         task = asyncio.create_task(pump.run(), name=f"gateway-kit-pump-{session_id}")
         task.add_done_callback(lambda done: self._pump_ended(session_id, done))
@@ -70,23 +79,46 @@ class PumpManager:
     def _pump_ended(self, session_id: str, task: asyncio.Task[bool]) -> None:
         if task.cancelled():
             return
-        if task.exception() is not None:
-            logger.error("a session pump failed", exc_info=task.exception())
-        elif task.result():
+        error = task.exception()
+        if error is not None:
+            count = self._failures[session_id] = self._failures.get(session_id, 0) + 1
+            logger.error("the pump of session %s failed (%d in a row)", session_id, count,
+                         exc_info=error)  # fmt: skip
+            self._later(self._after_failure(session_id, count, error))
+            return
+        self._failures.pop(session_id, None)
+        if task.result():
             # A run may have started while the pump was deciding to stop: look once more.
-            recheck = asyncio.create_task(self._recheck(session_id))
-            self._rechecks.add(recheck)
-            recheck.add_done_callback(self._rechecks.discard)
+            self._later(self._recheck(session_id))
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._rechecks.add(task)
+        task.add_done_callback(self._rechecks.discard)
 
     async def _recheck(self, session_id: str) -> None:
         if await asyncio.to_thread(self.store.active_runs, session_id):
             self.ensure(session_id)
 
+    async def _after_failure(self, session_id: str, count: int, error: BaseException) -> None:
+        settings = self.settings
+        if count >= settings.max_failures:
+            self._failures.pop(session_id, None)
+            reason = PUMP_FAILED_ERROR.format(count=count, error=error)
+            for run in await asyncio.to_thread(self.store.active_runs, session_id):
+                await self.lifecycle.upstream_failed(run, reason)
+            return
+        await asyncio.sleep(
+            min(settings.reconnect_delay * 2 ** (count - 1), settings.max_reconnect_delay)
+        )
+        await self._recheck(session_id)
+
     async def scan(self) -> None:
         """Adopt every session that has an active run and no live pump here."""
         runs = await asyncio.to_thread(self.store.active_runs)
         for session_id in sorted({run.session_id for run in runs}):
-            self.ensure(session_id)
+            if session_id not in self._failures:  # else its restart waits out its pause
+                self.ensure(session_id)
 
     async def start(self) -> None:
         if self._scanner is None:

@@ -9,7 +9,8 @@ sees `Finish`. So:
    lifetime* (`lifetime_start_seq`: goose's ids restart at 1 when goosed does);
 3. when there is none, the header is omitted: goose replays its buffer, and what the log already
    holds is recognised (`is_duplicate`) and not appended twice;
-4. when the log already ends the session's latest run with `Finish` or `Error`, goose is not
+4. when the log already ends the session's latest run (the run's own `Finish` or `Error`, which
+   the lifecycle appends; goose's are kept as `UpstreamFinish`/`UpstreamError`), goose is not
    contacted at all;
 5. the newest id is searched over the whole session, so a previous round's `Finish` neither
    truncates the choice nor makes a new round look finished.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from ..log import Event, EventLog
 from ..runs.ending import terminal_event
 from ..runs.model import Run, SessionBinding
+from .appends import same_event
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,4 +72,4 @@ async def is_duplicate(
     event = await log.alatest(
         binding.stream, after=binding.lifetime_start_seq, upstream_event_id=str(frame_id)
     )
-    return event is not None and event.data == data
+    return event is not None and same_event(event, data)

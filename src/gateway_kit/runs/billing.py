@@ -1,0 +1,114 @@
+"""The billing outbox: a run's bill is a row written with its terminal event, delivered after.
+
+Delivery calls `bill_run(run, usage, idempotency_key)` and marks the row delivered. A delivery
+that raises, or a process that dies before marking it, leaves the row undelivered: any gateway
+process on the database delivers it again later, with the same key. A delivery is claimed for
+a while first, so two processes do not deliver one bill at the same time; a claim that runs out
+(its process died) is taken over. So a consumer that honours the key bills each run once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from ..hooks import Plugins
+from ..hooks.policy import HookFailed
+from .store import RunStore
+
+logger = logging.getLogger("gateway_kit.runs")
+
+
+@dataclass(frozen=True, slots=True)
+class BillingSettings:
+    claim_ttl: float = 60.0  # how long one delivery may take before another process retries
+    retry_delay: float = 1.0  # after the first failed delivery; doubles, up to max_retry_delay
+    max_retry_delay: float = 300.0
+    scan_interval: float = 5.0  # how often undelivered bills are looked for
+    timeout: float = 30.0  # a bill_run call slower than this counts as failed
+
+
+class BillingOutbox:
+    def __init__(
+        self, store: RunStore, plugins: Plugins, settings: BillingSettings | None = None
+    ) -> None:
+        self.store = store
+        self.plugins = plugins
+        self.settings = settings or BillingSettings()
+        self.holder = uuid.uuid4().hex
+        self._deliveries: set[asyncio.Task[bool]] = set()
+        self._scanner: asyncio.Task[None] | None = None
+
+    def deliver_soon(self, run_id: str) -> None:
+        """Deliver the run's bill now, in the background (it was just written)."""
+        task = asyncio.create_task(self.deliver(run_id), name=f"gateway-kit-bill-{run_id}")
+        self._deliveries.add(task)
+        task.add_done_callback(self._deliveries.discard)
+
+    async def deliver(self, run_id: str) -> bool:
+        """Deliver one bill unless it is delivered or claimed; True when this call delivered it."""
+        settings = self.settings
+        bill = await asyncio.to_thread(
+            self.store.claim_bill, run_id, self.holder, settings.claim_ttl
+        )
+        if bill is None:
+            return False
+        run = await asyncio.to_thread(self.store.get, run_id)
+        try:
+            if run is None:
+                raise LookupError(f"no run {run_id!r} for its bill")
+            await self.plugins.call_in_thread(
+                "bill_run",
+                timeout=settings.timeout,
+                run=run,
+                usage=bill.usage,
+                idempotency_key=bill.idempotency_key,
+            )
+        except (HookFailed, TimeoutError, LookupError) as exc:
+            delay = min(settings.retry_delay * 2 ** (bill.tries - 1), settings.max_retry_delay)
+            logger.warning("billing run %s failed (try %d): %s", run_id, bill.tries, exc)
+            await asyncio.to_thread(
+                self.store.bill_failed, run_id, self.holder, str(exc), time.time() + delay
+            )
+            return False
+        await asyncio.to_thread(self.store.bill_delivered, run_id, self.holder)
+        return True
+
+    async def deliver_due(self) -> int:
+        """Deliver every bill that is due; how many this call delivered."""
+        due = await asyncio.to_thread(self.store.due_bills, time.time())
+        delivered = 0
+        for run_id in due:
+            delivered += await self.deliver(run_id)
+        return delivered
+
+    async def start(self) -> None:
+        if self._scanner is None:
+            self._scanner = asyncio.create_task(self._scan_forever(), name="gateway-kit-bills")
+
+    async def _scan_forever(self) -> None:
+        while True:
+            try:
+                await self.deliver_due()
+            except Exception:
+                logger.exception("delivering due bills failed; trying again")
+            await asyncio.sleep(self.settings.scan_interval)
+
+    async def wait_idle(self) -> None:
+        while pending := [task for task in self._deliveries if not task.done()]:
+            await asyncio.wait(pending)
+
+    async def stop(self) -> None:
+        tasks = [*self._deliveries]
+        if self._scanner is not None:
+            tasks.append(self._scanner)  # type: ignore[arg-type]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._scanner = None

@@ -1,0 +1,387 @@
+"""`RunLifecycle`: the one owner of a run's end.
+
+The pump reports what goose said about the run's current attempt; the lifecycle decides what
+follows, calling the plugins' hooks at their places:
+
+- goose's `Finish`: every `finish_guard` is asked. A veto starts a follow-up turn in the same
+  goose session, whose prompt names the vetoes' reasons and exactly their missing items; after
+  it the guards are asked again. Past `max_follow_ups` the run gets a `guard_failed` event and
+  a warning in the log, then its `Finish`. A cancelled run ends without asking the guards.
+- goose's `Error`, or an upstream failure (goose lost the run, stayed unreachable): the error is
+  classified by `classify_error`, and `plan_recovery` may answer a `RecoveryPlan`. Each kind of
+  recovery runs at most once per run; the previous goose request is cancelled first. No plan,
+  or a kind already spent: the run's `Error`.
+
+The run's `Finish` or `Error` is appended in one transaction with the run's status and its
+bill, at most once per run whatever several processes do; `bill_run` is then called through the
+billing outbox. Hooks run in worker threads, each call within `hook_timeout`: a slow or raising
+plugin holds up only its own run, and counts as having passed (a guard) or answered nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import RecoveryUsed, UpstreamError
+from ..hooks import GuardVeto, Plugins, RecoveryPlan
+from ..log import Event, EventLog
+from ..log.transaction import Transaction
+from ..settings import DEFAULT_WORKING_DIR
+from .billing import BillingOutbox, BillingSettings
+from .ending import ending_status
+from .events import (
+    ERROR,
+    FINISH,
+    FOLLOW_UP_STARTED,
+    GUARD_FAILED,
+    RECOVERY_STARTED,
+    UPSTREAM_ERROR,
+    UPSTREAM_FINISH,
+)
+from .model import Attempt, AttemptKind, Run, RunStatus
+from .ports import Pumps, Upstream
+from .store import RunStore, write_ending
+from .usage import run_usage
+
+logger = logging.getLogger("gateway_kit.runs")
+
+READ_BATCH = 1000
+GUARD_FAILED_WARNING = "run %s: finish guards still vetoed after %d follow-up(s): %s"
+FOLLOW_UP_PROMPT = "Your previous answer is not complete yet: {reasons}."
+MISSING_LINE = "Still missing:\n{items}"
+FOLLOW_UP_END = "Finish exactly these, then answer again."
+RETRY_FAILED = "the recovery {kind!r} could not start: {error}"
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleSettings:
+    """:param max_follow_ups: follow-up turns a run may get from finish guards' vetoes.
+    :param hook_timeout: seconds one call of a lifecycle hook (`finish_guard`,
+        `classify_error`, `plan_recovery`) may take; after that the run goes on without it.
+    :param billing: timings of the billing outbox.
+    """
+
+    max_follow_ups: int = 2
+    hook_timeout: float = 30.0
+    billing: BillingSettings = field(default_factory=BillingSettings)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_follow_ups, bool) or not isinstance(self.max_follow_ups, int):
+            raise ValueError(f"max_follow_ups must be an integer, got {self.max_follow_ups!r}")
+        if self.max_follow_ups < 0:
+            raise ValueError(f"max_follow_ups must not be negative, got {self.max_follow_ups}")
+        if not self.hook_timeout > 0:
+            raise ValueError(f"hook_timeout must be positive, got {self.hook_timeout!r}")
+
+
+def follow_up_prompt(vetoes: Sequence[GuardVeto]) -> tuple[str, list[str], list[str]]:
+    """The follow-up's prompt, the vetoes' reasons and their missing items (each once)."""
+    reasons = list(dict.fromkeys(veto.reason for veto in vetoes))
+    missing = list(dict.fromkeys(item for veto in vetoes for item in veto.missing))
+    parts = [FOLLOW_UP_PROMPT.format(reasons="; ".join(reasons))]
+    if missing:
+        parts.append(MISSING_LINE.format(items="\n".join(f"- {item}" for item in missing)))
+    parts.append(FOLLOW_UP_END)
+    return "\n\n".join(parts), reasons, missing
+
+
+class RunLifecycle:
+    def __init__(
+        self,
+        *,
+        log: EventLog,
+        store: RunStore,
+        upstream: Upstream,
+        plugins: Plugins | None = None,
+        settings: LifecycleSettings | None = None,
+        working_dir: str = DEFAULT_WORKING_DIR,
+    ) -> None:
+        self.log = log
+        self.store = store
+        self.upstream = upstream
+        self.plugins = plugins if plugins is not None else Plugins(load_entry_points=False)
+        self.settings = settings or LifecycleSettings()
+        self.working_dir = working_dir
+        self.billing = BillingOutbox(store, self.plugins, self.settings.billing)
+        self.pumps: Pumps | None = None  # set by the pumps that report to this lifecycle
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # --- what the pump reports ---------------------------------------------------------------
+
+    async def upstream_finished(self, run: Run, event: Event) -> None:
+        """goose's `Finish` for one of the run's requests was appended as `event`."""
+        async with self._lock(run.run_id):
+            current = await self._current(run, event)
+            if current is not None:
+                await self._finished(current)
+
+    async def upstream_errored(self, run: Run, event: Event) -> None:
+        """goose's `Error` for one of the run's requests was appended as `event`."""
+        async with self._lock(run.run_id):
+            current = await self._current(run, event)
+            if current is not None:
+                await self._errored(current, str(event.data.get("error", "")))
+
+    async def upstream_failed(self, run: Run, error: str) -> None:
+        """The run's current request failed upstream without an `Error` event of goose's."""
+        async with self._lock(run.run_id):
+            current = await asyncio.to_thread(self.store.get, run.run_id)
+            if current is not None and current.active:
+                await self._errored(current, error)
+
+    async def resume(self, run: Run) -> None:
+        """A pump starts on the run's session: finish a decision a stopped process left.
+
+        The current attempt's `Finish` or `Error` may be in the log without the run's end (the
+        process that appended it died before deciding): decide now. A run whose end is in the
+        log but not in its row (a process died between the two, before they were written
+        together) gets its row brought in line.
+        """
+        async with self._lock(run.run_id):
+            current = await asyncio.to_thread(self.store.get, run.run_id)
+            if current is None or not current.active:
+                return
+            end = await self.log.arun_end(run.run_id)
+            if end is not None:
+                status = ending_status(end.type, cancel_requested=current.cancel_requested)
+                await asyncio.to_thread(self.store.end, run.run_id, status)
+                return
+            for event in await self._events(current):
+                if event.data.get("chat_request_id") != current.upstream_request_id:
+                    continue
+                # The first of them decides, as it did live: goose's Finish follows its Error.
+                if event.type == UPSTREAM_ERROR:
+                    await self._errored(current, str(event.data.get("error", "")))
+                    return
+                if event.type == UPSTREAM_FINISH:
+                    await self._finished(current)
+                    return
+
+    # --- decisions ---------------------------------------------------------------------------
+
+    async def _finished(self, run: Run) -> None:
+        events = await self._events(run)
+        if run.cancel_requested:
+            await self._end(run, events, FINISH, {"reason": "cancelled"}, RunStatus.CANCELLED)
+            return
+        vetoes = await self._ask_guards(run, events)
+        if not vetoes:
+            await self._end(run, events, FINISH, {"reason": "stop"}, RunStatus.FINISHED)
+            return
+        prompt, reasons, missing = follow_up_prompt(vetoes)
+        attempts = await asyncio.to_thread(self.store.attempts, run.run_id)
+        follow_ups = sum(1 for a in attempts if a.kind is AttemptKind.FOLLOW_UP)
+        if follow_ups < self.settings.max_follow_ups:
+            await self._follow_up(run, prompt, reasons, missing)
+            return
+        logger.warning(GUARD_FAILED_WARNING, run.run_id, follow_ups, "; ".join(reasons))
+        failed = {
+            "type": GUARD_FAILED,
+            "reasons": reasons,
+            "missing": missing,
+            "follow_ups": follow_ups,
+        }
+        before = [{"stream": run.stream, "type": GUARD_FAILED, "data": failed}]
+        await self._end(run, events, FINISH, {"reason": "stop"}, RunStatus.FINISHED, before=before)
+
+    async def _errored(self, run: Run, error: str) -> None:
+        error_class: str | None = None
+        if not run.cancel_requested:
+            error_class = await self._ask("classify_error", error=error, run=run)
+        if error_class is not None:
+            attempts = await asyncio.to_thread(self.store.attempts, run.run_id)
+            plan = await self._ask(
+                "plan_recovery", error_class=error_class, run=run, attempts=attempts
+            )
+            if plan is not None and await self._recover(run, error_class, plan, attempts):
+                return
+        events = await self._events(run)
+        data = {"error": error, "error_class": error_class}
+        await self._end(run, events, ERROR, data, RunStatus.FAILED)
+
+    async def _follow_up(
+        self, run: Run, prompt: str, reasons: list[str], missing: list[str]
+    ) -> None:
+        request_id = str(uuid.uuid4())
+        await self._cancel_current(run)
+        run = await asyncio.to_thread(
+            lambda: self.store.add_attempt(
+                run,
+                request_id=request_id,
+                session_id=run.session_id,
+                kind=AttemptKind.FOLLOW_UP,
+                reason="; ".join(reasons),
+            )
+        )
+        started = {"attempt": run.attempt, "reasons": reasons, "missing": missing, "prompt": prompt}
+        await self.log.aappend(run.stream, FOLLOW_UP_STARTED, started, run_id=run.run_id)
+        try:
+            await self.upstream.reply(run.session_id, prompt, request_id)
+        except UpstreamError as exc:
+            await self._errored(run, f"the follow-up turn could not start: {exc}")
+
+    async def _recover(
+        self, run: Run, error_class: str, plan: RecoveryPlan, attempts: Sequence[Attempt]
+    ) -> bool:
+        """Start the plan's retry; False when its kind was already spent in this run."""
+        if any(attempt.recovery == plan.kind for attempt in attempts):
+            logger.info("run %s: recovery %r was already used", run.run_id, plan.kind)
+            return False
+        await self._cancel_current(run)  # goose would refuse a second active request
+        session_id = run.session_id
+        try:
+            if plan.clean_session:
+                policy = plan.tool_policy
+                overrides = None if policy is None else [dict(t) for t in policy]
+                session = await self.upstream.start_session(
+                    self.working_dir, extension_overrides=overrides
+                )
+                session_id = session.id
+        except UpstreamError as exc:
+            logger.warning(RETRY_FAILED.format(kind=plan.kind, error=exc))
+            return False
+        request_id = str(uuid.uuid4())
+        try:
+            run = await asyncio.to_thread(
+                lambda: self.store.add_attempt(
+                    run,
+                    request_id=request_id,
+                    session_id=session_id,
+                    kind=AttemptKind.RECOVERY,
+                    recovery=plan.kind,
+                    reason=error_class,
+                )
+            )
+        except RecoveryUsed:
+            logger.info("run %s: recovery %r was already used", run.run_id, plan.kind)
+            return False
+        if plan.clean_session:
+            # From here on the conversation lives in the new session; goose ids of the old
+            # one are never sent to it.
+            head = await self.log.alast_seq()
+            await asyncio.to_thread(self.store.rebind, run.stream, session_id, head)
+        started = {
+            "attempt": run.attempt,
+            "error_class": error_class,
+            "recovery": plan.kind,
+            "clean_session": plan.clean_session,
+        }
+        await self.log.aappend(run.stream, RECOVERY_STARTED, started, run_id=run.run_id)
+        context = [dict(message) for message in plan.context] if plan.context else None
+        try:
+            await self.upstream.reply(
+                session_id,
+                plan.instructions or run.message,
+                request_id,
+                override_conversation=context,
+            )
+        except UpstreamError as exc:
+            events = await self._events(run)
+            error = RETRY_FAILED.format(kind=plan.kind, error=exc)
+            data = {"error": error, "error_class": error_class}
+            await self._end(run, events, ERROR, data, RunStatus.FAILED)
+            return True
+        if plan.clean_session and self.pumps is not None:
+            self.pumps.ensure(session_id)
+        return True
+
+    async def _cancel_current(self, run: Run) -> None:
+        try:
+            await self.upstream.cancel(run.session_id, run.upstream_request_id)
+        except UpstreamError as exc:  # goose answers 200 even for an unknown request
+            logger.warning("cancelling request %s failed: %s", run.upstream_request_id, exc)
+
+    async def _end(
+        self,
+        run: Run,
+        events: list[Event],
+        type: str,
+        data: dict[str, Any],
+        status: RunStatus,
+        *,
+        before: Sequence[dict[str, Any]] = (),
+    ) -> Event | None:
+        """Append the run's terminal event, with its status and bill, unless it has ended."""
+        usage = run_usage(events, run.attempt)
+        body = {"type": type, **data, "status": status.value, "attempts": run.attempt}
+        body["usage"] = usage
+
+        def also(transaction: Transaction, written: list[Event]) -> None:
+            write_ending(transaction, run, status, usage)
+
+        ended = await self.log.aend_run(
+            run.stream,
+            type,
+            body,
+            run_id=run.run_id,
+            before=[{**e, "run_id": run.run_id} for e in before],
+            also=also,
+        )
+        if ended is not None:
+            self.billing.deliver_soon(run.run_id)
+        return ended
+
+    async def end_unstarted(self, run: Run, error: str) -> Event | None:
+        """End a run goose never took (its `reply` was refused) with an `Error`."""
+        async with self._lock(run.run_id):
+            data = {"error": error, "error_class": None}
+            return await self._end(run, [], ERROR, data, RunStatus.FAILED)
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _lock(self, run_id: str) -> asyncio.Lock:
+        lock = self._locks.get(run_id)
+        if lock is None:
+            lock = self._locks[run_id] = asyncio.Lock()
+        if len(self._locks) > 10_000:  # forget the locks of runs nobody is deciding about
+            for key in [k for k, v in self._locks.items() if not v.locked() and k != run_id]:
+                del self._locks[key]
+        return lock
+
+    async def _current(self, run: Run, event: Event) -> Run | None:
+        """The run as it is now, if `event` is about its current attempt and it is active."""
+        current = await asyncio.to_thread(self.store.get, run.run_id)
+        if current is None or not current.active:
+            return None
+        if event.data.get("chat_request_id", current.upstream_request_id) != (
+            current.upstream_request_id
+        ):
+            return None  # a late event of an attempt that was cancelled or superseded
+        return current
+
+    async def _events(self, run: Run) -> list[Event]:
+        events: list[Event] = []
+        while True:
+            batch = await self.log.aread(
+                events[-1].seq if events else 0, None, READ_BATCH, run_id=run.run_id
+            )
+            events.extend(batch)
+            if len(batch) < READ_BATCH:
+                return events
+
+    async def _ask_guards(self, run: Run, events: list[Event]) -> list[GuardVeto]:
+        answers = await self._ask("finish_guard", run=run, events=events)
+        return [answer for answer in answers or () if isinstance(answer, GuardVeto)]
+
+    async def _ask(self, hook: str, **arguments: Any) -> Any:
+        if not self.plugins.implements(hook):
+            return None
+        try:
+            return await self.plugins.call_in_thread(
+                hook, timeout=self.settings.hook_timeout, **arguments
+            )
+        except TimeoutError:
+            return None
+
+    # --- life of the process -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.billing.start()
+
+    async def stop(self) -> None:
+        await self.billing.stop()

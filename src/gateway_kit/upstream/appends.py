@@ -1,0 +1,95 @@
+"""From goose frames to appends: what the pump writes for each event goose sends.
+
+Each goose event is appended with goose's id as `upstream_event_id`, under the run whose
+attempt made the request (`chat_request_id`). goose's `Finish` and `Error` are kept under types
+of their own (`gateway_kit.runs.events`): they end one goose request, not the run.
+
+An event the log refuses (one larger than its `max_payload_bytes`, since a big tool output is
+ordinary, or text that is not valid Unicode) is replaced by a `PayloadDropped` event that says
+what was dropped, why and how big it was, with the same goose id and a digest of the dropped
+data, so that a replay of the same event is still recognised; the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+from ..exceptions import InvalidEvent
+from ..log import Event, EventLog
+from ..runs.events import PAYLOAD_DROPPED, stored_type
+from ..runs.model import Run
+from ..runs.store import RunStore
+from .goose_frames import UpstreamFrame
+
+MESSAGE_FIELDS = ("chat_request_id", "request_id", "message_id")
+DIGEST = "sha256"
+
+
+def encoded(data: dict[str, Any]) -> bytes:
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")  # lone surrogates are why some are refused
+
+
+def digest(data: dict[str, Any]) -> str:
+    return hashlib.sha256(encoded(data)).hexdigest()
+
+
+def dropped(frame: UpstreamFrame, limit: int, reason: str) -> dict[str, Any]:
+    """What stands in the log for a frame the log refused."""
+    data = frame.data
+    body: dict[str, Any] = {
+        "type": PAYLOAD_DROPPED,
+        "dropped_type": frame.type,
+        "reason": reason,
+        "bytes": len(encoded(data)),
+        "limit": limit,
+        DIGEST: digest(data),
+    }
+    for name in MESSAGE_FIELDS:
+        if isinstance(data.get(name), str):
+            body[name] = data[name]
+    message = data.get("message")
+    if isinstance(message, dict) and isinstance(message.get("id"), str):
+        body["message_id"] = message["id"]
+    return body
+
+
+def same_event(stored: Event, data: dict[str, Any]) -> bool:
+    """Whether `stored` is what the pump wrote for a goose event of this data."""
+    if stored.type == PAYLOAD_DROPPED and DIGEST in stored.data:
+        return bool(stored.data[DIGEST] == digest(data))
+    return stored.data == data
+
+
+class FrameAppender:
+    """Appends the frames of one goose session to the log, each under its run."""
+
+    def __init__(self, log: EventLog, store: RunStore) -> None:
+        self.log = log
+        self.store = store
+        self._runs: dict[str, Run | None] = {}
+
+    async def append(self, stream: str, frame: UpstreamFrame) -> tuple[Run | None, Event]:
+        run = await self.run_for(frame.run_key)
+        run_id = None if run is None else run.run_id
+        kind = stored_type(frame.type)
+        upstream_id = None if frame.id is None else str(frame.id)
+        try:
+            event = await self.log.aappend(stream, kind, frame.data, run_id, upstream_id)
+        except InvalidEvent as exc:
+            body = dropped(frame, self.log.max_payload_bytes, str(exc))
+            event = await self.log.aappend(stream, PAYLOAD_DROPPED, body, run_id, upstream_id)
+        return run, event
+
+    async def run_for(self, request_id: str | None) -> Run | None:
+        if request_id is None:
+            return None
+        if request_id not in self._runs:
+            run = await asyncio.to_thread(self.store.by_upstream_request, request_id)
+            if run is None:
+                return None  # not (yet) known: look again at the next event
+            self._runs[request_id] = run
+        return self._runs[request_id]
