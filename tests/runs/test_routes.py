@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 import respx
@@ -18,8 +19,9 @@ from ..upstream.harness import FAST, GOOSE_URL, until
 
 @asynccontextmanager
 async def gateway_client(
-    log_url: str, fake: FakeGoose, *, with_upstream: bool = True
+    log_url: str, fake: FakeGoose, *, with_upstream: bool = True, **options: Any
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Gateway, EventLog]]:
+    """A client of a `Gateway` on `log_url` whose goose is `fake`; `options` go to `Gateway`."""
     log = EventLog(log_url)
     goose_client = httpx.AsyncClient()
     try:
@@ -34,6 +36,7 @@ async def gateway_client(
                 upstream=upstream if with_upstream else None,
                 allow_anonymous=True,
                 pump_settings=FAST,
+                **{"load_entry_points": False, **options},
             )
             transport = httpx.ASGITransport(app=gateway)
             async with httpx.AsyncClient(
@@ -42,8 +45,8 @@ async def gateway_client(
                 try:
                     yield client, gateway, log
                 finally:
-                    if gateway.pumps is not None:
-                        await gateway.pumps.stop()
+                    if gateway.runs is not None:
+                        await gateway.runs.shutdown()
     finally:
         await goose_client.aclose()
         log.close()

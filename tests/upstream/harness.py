@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +11,8 @@ import httpx
 import respx
 
 from gateway_kit import Event, EventLog
+from gateway_kit.hooks import Plugins
+from gateway_kit.runs.lifecycle import RunLifecycle
 from gateway_kit.runs.model import Run
 from gateway_kit.runs.service import RunService
 from gateway_kit.runs.store import RunStore
@@ -43,10 +45,21 @@ class Harness:
     runs: RunService
     session_id: str
 
+    plugins: Plugins
+
     def new_pumps(self) -> PumpManager:
-        """Another gateway process's pumps (same database, same goose)."""
-        pumps = PumpManager(log=self.log, store=self.store, upstream=self.upstream, settings=FAST)
+        """Another gateway process's pumps and lifecycle (same database, same goose)."""
+        pumps = PumpManager(
+            log=self.log,
+            store=self.store,
+            upstream=self.upstream,
+            settings=FAST,
+            lifecycle=RunLifecycle(
+                log=self.log, store=self.store, upstream=self.upstream, plugins=self.plugins
+            ),
+        )
         self.runs.pumps = pumps
+        self.runs.lifecycle = pumps.lifecycle
         return pumps
 
     async def take_over(self) -> PumpManager:
@@ -77,25 +90,35 @@ class Harness:
 
 
 @contextlib.asynccontextmanager
-async def harness(log_url: str, **fake_options: Any) -> AsyncIterator[Harness]:
+async def harness(
+    log_url: str, *, plugins: Sequence[object] = (), **fake_options: Any
+) -> AsyncIterator[Harness]:
     fake = FakeGoose(ping_interval=0.05, **fake_options)
     log = EventLog(log_url)
     store = RunStore(log.engine)
     client = httpx.AsyncClient()
+    hooks = Plugins(plugins, load_entry_points=False)
     try:
         with respx.mock(assert_all_called=False) as router:
             fake.mock(router, base_url=GOOSE_URL)
             upstream = GooseUpstream(base_url=GOOSE_URL, secret_key=fake.secret_key, client=client)
-            pumps = PumpManager(log=log, store=store, upstream=upstream, settings=FAST)
-            runs = RunService(log=log, store=store, upstream=upstream, pumps=pumps)
+            lifecycle = RunLifecycle(log=log, store=store, upstream=upstream, plugins=hooks)
+            pumps = PumpManager(
+                log=log, store=store, upstream=upstream, settings=FAST, lifecycle=lifecycle
+            )
+            runs = RunService(
+                log=log, store=store, upstream=upstream, pumps=pumps, lifecycle=lifecycle
+            )
             session_id = fake.create_session()
             store.bind(STREAM, session_id)
-            h = Harness(log, store, fake, upstream, pumps, runs, session_id)
+            h = Harness(log, store, fake, upstream, pumps, runs, session_id, hooks)
             try:
                 yield h
             finally:
                 await h.pumps.stop()
                 await pumps.stop()
+                await h.runs.lifecycle.stop()
+                await lifecycle.stop()
     finally:
         await client.aclose()
         log.close()

@@ -166,14 +166,15 @@ class EventLog:
     ) -> Event | None:
         """Append a run's terminal event (`Finish` or `Error`) unless the run already has one.
 
-        One transaction holds the events of `before` (if any), the terminal event, and what
+        One transaction holds the events of `before` (if any; they belong to the run unless
+        they name another `run_id`), the terminal event, and what
         `also(transaction, events)` writes to the tables beside the log; if `also` raises,
         nothing is written. Whatever several threads or processes do, a run ends this way at
         most once: the others get None.
         """
         if type not in TERMINAL_TYPES:
             raise InvalidEvent(f"a run ends with one of {sorted(TERMINAL_TYPES)}, not {type!r}")
-        items = [self._prepare(e) for e in before]
+        items = [self._prepare({"run_id": run_id, **e}) for e in before]
         terminal = {"stream": stream, "type": type, "data": data, "run_id": run_id}
         items.append(self._prepare(terminal))
         self._check_open()

@@ -319,7 +319,7 @@ class RunLifecycle:
             type,
             body,
             run_id=run.run_id,
-            before=[{**e, "run_id": run.run_id} for e in before],
+            before=before,
             also=also,
         )
         if ended is not None:
