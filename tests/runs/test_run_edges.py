@@ -1,0 +1,299 @@
+"""What must still hold around the lifecycle: the translator and the 204 stop after follow-ups
+and retries, oversized goose events, a pump that keeps failing, and slow or broken plugins."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+from typing import Any
+
+import pytest
+
+from gateway_kit import Event, EventLog, GuardVeto, RecoveryPlan, hookimpl
+from gateway_kit.runs.lifecycle import LifecycleSettings
+from gateway_kit.runs.store import RunStore
+from gateway_kit.testing import FakeGoose, Turn
+from gateway_kit.upstream.appends import FrameAppender
+from gateway_kit.upstream.goose_frames import UpstreamFrame
+from gateway_kit.upstream.pump import PumpSettings
+from gateway_kit.upstream.translator import is_duplicate
+
+from ..upstream.harness import FAST, STREAM, harness, until
+from .test_lifecycle import Recoveries, VetoOnce, run_types, terminal_count
+from .test_routes import bound_session, gateway_client, sse_events, start_run, wait_status
+
+MIB = 1024 * 1024
+
+
+def goose_ids(events: list[Event]) -> list[int]:
+    return [int(e.upstream_event_id) for e in events if e.upstream_event_id is not None]
+
+
+def test_after_a_follow_up_takeover_resumes_from_goose_ids_and_the_run_ends_once(
+    log_url: str,
+) -> None:
+    async def main() -> None:
+        async with harness(log_url, plugins=[VetoOnce()]) as h:
+            release = asyncio.Event()
+            h.fake.script(h.session_id, Turn().text("a"), Turn().text("b").pause(release).text("c"))
+            run = await h.runs.start(STREAM, "go")
+            await h.until(lambda: run_types(h.events(run)).count("Message") == 2)
+            newest = max(goose_ids(h.events(run)))
+            pumps = await h.take_over()  # the process dies during the follow-up
+            release.set()
+            await h.finished(run)
+            await pumps.stop()
+            persisted = {e.upstream_event_id for e in h.events()}
+            headers = h.sent_headers()
+            # The header is always a goose id this session gave: never a gateway seq.
+            assert {hdr for hdr in headers if hdr is not None} <= persisted
+            assert headers[-1] == str(newest)
+            ids = goose_ids(h.events(run))
+            assert ids == list(range(1, len(ids) + 1))  # nothing twice, nothing lost
+            assert terminal_count(run_types(h.events(run))) == 1
+
+    asyncio.run(main())
+
+
+def test_after_a_clean_session_retry_the_new_session_never_gets_an_old_id(log_url: str) -> None:
+    planner = Recoveries([RecoveryPlan("fresh", clean_session=True)])
+
+    async def main() -> None:
+        async with harness(log_url, plugins=[planner]) as h:
+            release = asyncio.Event()
+            h.fake.script(h.session_id, Turn().text("x", "y", "z").error("image_url refused"))
+            h.fake.default_turn = lambda message: Turn().text("ok").pause(release).text("!")
+            run = await h.runs.start(STREAM, "go")
+            await h.until(lambda: "RecoveryStarted" in run_types(h.events(run)))
+            new_session = h.store.binding(STREAM).session_id  # type: ignore[union-attr]
+            assert new_session != h.session_id
+            await h.until(lambda: run_types(h.events(run)).count("Message") == 4)
+            h.session_id = new_session
+            pumps = await h.take_over()
+            release.set()
+            await h.finished(run)
+            await pumps.stop()
+            new_calls = [c for c in h.fake.events_calls if c.session_id == new_session]
+            new_ids = {
+                e.upstream_event_id
+                for e in h.events(run)
+                if e.upstream_event_id and e.data.get("chat_request_id") == run_request(h, run)
+            }
+            # Only ids the new session gave are ever sent to it (the old one's reached 4 or 5).
+            assert {c.last_event_id for c in new_calls} - {None} <= new_ids
+            assert new_calls[-1].last_event_id == "1"
+            assert terminal_count(run_types(h.events(run))) == 1
+
+    asyncio.run(main())
+
+
+def run_request(h: Any, run: Any) -> str:
+    current = h.store.get(run.run_id)
+    return str(current.upstream_request_id)
+
+
+def test_the_204_stop_and_cursors_hold_after_a_follow_up_and_after_a_retry(log_url: str) -> None:
+    planner = Recoveries([RecoveryPlan("again")])
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        plugins = [VetoOnce(), planner]
+        async with gateway_client(log_url, fake, plugins=plugins) as (client, gateway, log):
+            bound_session(
+                fake,
+                gateway,
+                Turn().text("first"),  # vetoed once
+                Turn().text("second").error("image_url refused"),  # the follow-up fails
+                Turn().text("third"),  # the retry
+            )
+            run_id = await start_run(client, "go")
+            await wait_status(client, run_id, "finished")
+            events = log.read(run_id=run_id)
+            url = f"/gateway/runs/{run_id}/events"
+            end = events[-1]
+            assert end.type == "Finish"
+            for event in events:
+                if event.type in ("FollowUpStarted", "RecoveryStarted"):
+                    resumed = await client.get(url, headers={"Last-Event-ID": str(event.seq)})
+                    rest = sse_events(resumed.text)
+                    assert [e["seq"] for e in rest] == [e.seq for e in events if e.seq > event.seq]
+                    assert terminal_count(run_types(rest)) == 1
+            done = await client.get(url, headers={"Last-Event-ID": str(end.seq)})
+            assert done.status_code == 204
+            page = await client.get(
+                f"/gateway/streams/conv/events?after={events[0].seq - 1}",
+                headers={"Accept": "application/json"},
+            )
+            assert page.json()["terminal"] is True
+            assert page.json()["next_after"] == end.seq
+
+    asyncio.run(main())
+
+
+def test_a_goose_event_too_large_for_the_log_is_replaced_and_the_run_goes_on(
+    log_url: str,
+) -> None:
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake) as (client, gateway, log):
+            huge = "x" * (2 * MIB)
+            bound_session(
+                fake,
+                gateway,
+                Turn()
+                .text("reading the log file")
+                .tool_call("cat", {"path": "big.log"}, result=huge)
+                .text("done"),
+            )
+            run_id = await start_run(client, "summarise big.log")
+            following = asyncio.create_task(client.get(f"/gateway/runs/{run_id}/events"))
+            await wait_status(client, run_id, "finished")
+            received = sse_events((await following).text)
+            second = await start_run(client, "and again")  # the stream is not wedged
+            await wait_status(client, second, "finished")
+
+        dropped = [e for e in received if e["type"] == "PayloadDropped"]
+        assert len(dropped) == 1
+        data = dropped[0]["data"]
+        assert data["dropped_type"] == "Message" and data["bytes"] > 2 * MIB
+        assert data["limit"] == log.max_payload_bytes and "above the limit" in data["reason"]
+        assert dropped[0]["upstream_event_id"] is not None  # goose's id: resuming still works
+        types = run_types(received)
+        assert types[-1] == "Finish" and terminal_count(types) == 1
+        texts = [e["data"]["message"]["content"][0].get("text") for e in received
+                 if e["type"] == "Message"]  # fmt: skip
+        assert texts[0] == "reading the log file" and texts[-1] == "done"
+
+    asyncio.run(main())
+
+
+def test_a_replay_of_a_dropped_event_is_recognised_not_taken_for_a_restart(log_url: str) -> None:
+    async def main() -> None:
+        with EventLog(log_url, max_payload_bytes=4096) as log:
+            store = RunStore(log.engine)
+            binding = store.bind(STREAM, "session-1")
+            appender = FrameAppender(log, store)
+            big = {"type": "Message", "message": {"id": "m1", "content": "z" * 8192}}
+            _, stored = await appender.append(STREAM, UpstreamFrame(1, "Message", big, None))
+            assert stored.type == "PayloadDropped" and stored.upstream_event_id == "1"
+            assert stored.data["message_id"] == "m1"
+            # goose replays the same event header-less: recognised by its digest.
+            assert await is_duplicate(log, binding, 1, big)
+            other = {**big, "message": {"id": "m2", "content": "w" * 8192}}
+            assert not await is_duplicate(log, binding, 1, other)  # a new goosed lifetime
+
+    asyncio.run(main())
+
+
+def test_a_pump_that_keeps_failing_backs_off_then_ends_the_run_saying_why(
+    log_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    attempts: list[float] = []
+
+    async def broken(self: FrameAppender, stream: str, frame: Any) -> Any:
+        attempts.append(asyncio.get_running_loop().time())
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(FrameAppender, "append", broken)
+
+    async def main() -> None:
+        async with harness(log_url) as h:
+            settings = PumpSettings(
+                reconnect_delay=0.05, max_reconnect_delay=1.0, lease_ttl=3.0, max_failures=4
+            )
+            h.pumps.settings = settings
+            run = await h.runs.start(STREAM, "go")
+            run = await h.finished(run)
+            end = h.log.run_end(run.run_id)
+            assert end is not None and end.type == "Error"
+            assert "failed 4 times in a row" in end.data["error"]
+            assert "the disk is full" in end.data["error"]
+
+    asyncio.run(main())
+    assert len(attempts) == 4
+    pauses = [later - earlier for earlier, later in itertools.pairwise(attempts)]
+    # Each restart waited at least its pause, which doubles: 0.05 s, 0.1 s, 0.2 s.
+    assert all(pause >= 0.05 * 2**n for n, pause in enumerate(pauses))
+
+
+class SlowGuard:
+    """Holds the runs of one stream in their guard until told to let them go."""
+
+    __name__ = "slow-guard"
+
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    @hookimpl
+    def finish_guard(self, run: Any, events: list[Event]) -> None:
+        if run.stream == self.stream:
+            self.entered.set()
+            self.release.wait(30)
+
+
+def test_a_slow_guard_holds_up_only_its_own_run(log_url: str) -> None:
+    guard = SlowGuard("slow")
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake, plugins=[guard]) as (client, _, _):
+            slow = await start_run(client, "one", stream="slow")
+            await until(guard.entered.is_set)
+            fast = await start_run(client, "two", stream="fast")
+            await wait_status(client, fast, "finished")  # while the slow one waits
+            assert (await client.get(f"/gateway/runs/{slow}")).json()["status"] == "active"
+            guard.release.set()
+            await wait_status(client, slow, "finished")
+
+    try:
+        asyncio.run(main())
+    finally:
+        guard.release.set()
+
+
+def test_a_guard_past_the_hook_timeout_or_raising_counts_as_passed(
+    log_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    stuck = SlowGuard("conv")
+
+    class Broken:
+        __name__ = "broken-guard"
+
+        @hookimpl
+        def finish_guard(self, run: Any, events: list[Event]) -> GuardVeto:
+            raise OSError("cannot stat the output directory")
+
+    async def main() -> list[Event]:
+        fake = FakeGoose(ping_interval=0.05)
+        settings = LifecycleSettings(hook_timeout=0.3)
+        options: dict[str, Any] = {"plugins": [stuck, Broken()], "lifecycle_settings": settings}
+        async with gateway_client(log_url, fake, **options) as (client, _, log):
+            run_id = await start_run(client, "go")
+            await wait_status(client, run_id, "finished")
+            return log.read(run_id=run_id)
+
+    with caplog.at_level(logging.ERROR):
+        try:
+            events = asyncio.run(main())
+        finally:
+            stuck.release.set()
+    assert run_types(events)[-1] == "Finish" and "FollowUpStarted" not in run_types(events)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("did not answer finish_guard within 0.3 s" in m for m in messages)
+    assert any("'broken-guard' raised in hook finish_guard" in m for m in messages)
+
+
+def test_lifecycle_settings_that_cannot_work_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_follow_ups"):
+        LifecycleSettings(max_follow_ups=-1)
+    with pytest.raises(ValueError, match="hook_timeout"):
+        LifecycleSettings(hook_timeout=0)
+    with pytest.raises(ValueError, match="kind"):
+        RecoveryPlan("")
+    with pytest.raises(ValueError, match="clean_session"):
+        RecoveryPlan("x", context=[{"role": "user"}])
+    assert FAST.max_failures == 5
