@@ -6,7 +6,8 @@ an object a hook returns. A hook implementation may take fewer arguments than it
 
 An implementation that raises, or answers something its hook cannot use, is logged with its
 plugin's name and the hook's, and counts as having answered its hook's failure value: ``None``
-for most hooks, a refusal for `authorize_subscription` and `resolve_principal`.
+for most hooks, a refusal for `authorize_subscription` and `resolve_principal`; a failed
+`bill_run` delivery is made again later.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from ..log.event import Event
     from ..principal import Principal
     from ..types import Scope
-    from .results import GuardVeto
+    from .results import GuardVeto, RecoveryPlan
 
 # --- finish guards ---------------------------------------------------------------------------
 
@@ -29,12 +30,15 @@ if TYPE_CHECKING:
 def finish_guard(run: Any, events: Sequence[Event]) -> GuardVeto | None:
     """Check that a run really did what its upstream ``Finish`` claims.
 
-    Called after a run's upstream ``Finish``; every guard is asked, and any veto wins: the run
-    gets a follow-up turn naming the veto's reason and missing items, then the guards are asked
-    again.
+    Called after goose's ``Finish`` for a run's current request, in a worker thread (it may
+    look at files); every guard is asked, and any veto wins: the run gets a follow-up turn in
+    the same goose session naming the vetoes' reasons and missing items, then the guards are
+    asked again. Past the lifecycle's ``max_follow_ups`` the run gets a ``guard_failed`` event
+    and then its ``Finish``.
 
-    :param run: the run (``run_id``, ``stream``, ``status``, ``attempt``).
-    :param events: the run's events so far, oldest first.
+    :param run: the run (``run_id``, ``stream``, ``status``, ``attempt``, ...).
+    :param events: the run's events so far, oldest first (goose's ``Finish`` is among them as
+        ``UpstreamFinish``).
     :returns: ``None`` to pass, or a `GuardVeto` to ask for a follow-up turn.
     """
 
@@ -46,8 +50,10 @@ def finish_guard(run: Any, events: Sequence[Event]) -> GuardVeto | None:
 def bill_run(run: Any, usage: Mapping[str, Any], idempotency_key: str) -> None:
     """Record what a run cost, once per run.
 
-    Called once when a run ends, whatever is replayed or restarted; a failed delivery is retried
-    with the same key, so a consumer that honours the key bills exactly once.
+    Called once when a run ends, whatever is replayed or restarted: the bill is written with
+    the run's terminal event and delivered after it. A delivery in which any implementation
+    raises is made again later (by any gateway process) with the same key, so a consumer that
+    honours the key bills exactly once.
 
     :param run: the run that ended.
     :param usage: the token usage upstream reported, summed over the run's attempts.
@@ -74,15 +80,17 @@ def classify_error(error: str, run: Any) -> str | None:
 
 
 @hookspec(firstresult=True)
-def plan_recovery(error_class: str, run: Any, attempts: Sequence[Any]) -> Any:
+def plan_recovery(error_class: str, run: Any, attempts: Sequence[Any]) -> RecoveryPlan | None:
     """Plan how a run recovers from a classified error.
 
-    Called after `classify_error` named a class. Stops at the first non-None result.
+    Called after `classify_error` named a class. Stops at the first non-None result. Each
+    kind of recovery runs at most once per run; before it, the failed goose request is
+    cancelled.
 
     :param error_class: what `classify_error` answered.
     :param run: the run.
     :param attempts: the run's attempts so far, oldest first.
-    :returns: a recovery plan, or ``None`` to let the next plugin try (no plan: the run ends
+    :returns: a `RecoveryPlan`, or ``None`` to let the next plugin try (no plan: the run ends
         with its ``Error``).
     """
 
