@@ -30,6 +30,9 @@ class Upstream(Protocol):
 
     async def cancel(self, session_id: str, request_id: str) -> None: ...
 
+    async def aclose(self) -> None:
+        """Close the connections this upstream opened itself (at the lifespan's shutdown)."""
+
 
 class Pumps(Protocol):
     def ensure(self, session_id: str) -> None:

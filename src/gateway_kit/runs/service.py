@@ -137,3 +137,4 @@ class RunService:
     async def shutdown(self) -> None:
         await self.pumps.stop()
         await self.lifecycle.stop()
+        await self.upstream.aclose()

@@ -84,10 +84,14 @@ class GooseUpstream:
 
     @property
     def client(self) -> httpx.AsyncClient:
+        if self._owns_client and self._client.is_closed:
+            # Closed by a lifespan shutdown: a server started again gets a fresh one.
+            self._client = httpx.AsyncClient(timeout=self._timeout)
         return self._client
 
     async def aclose(self) -> None:
-        """Close the client this object created; an injected client stays open for its owner."""
+        """Close the client this object created; an injected client stays open for its owner.
+        The gateway calls this at its lifespan shutdown; a later request opens a new client."""
         if self._owns_client:
             await self._client.aclose()
 
@@ -176,7 +180,7 @@ class GooseUpstream:
         if last_event_id is not None:
             headers[LAST_EVENT_ID_HEADER] = str(last_event_id)
         return GooseEventStream(
-            self._client,
+            self.client,
             f"{self.base_url}/sessions/{_segment(session_id)}/events",
             headers=headers,
             timeout=self._stream_timeout,
@@ -188,7 +192,7 @@ class GooseUpstream:
     async def status(self) -> bool:
         """True when goose answers `GET /status` with 200; False for any other answer or none."""
         try:
-            response = await self._client.get(
+            response = await self.client.get(
                 f"{self.base_url}/status", headers=self._headers(), timeout=self._timeout
             )
         except httpx.TransportError:
@@ -205,7 +209,7 @@ class GooseUpstream:
     ) -> httpx.Response:
         url = f"{self.base_url}{path}"
         try:
-            response = await self._client.request(
+            response = await self.client.request(
                 method, url, json=json, headers=self._headers(), timeout=self._timeout
             )
         except httpx.TransportError as exc:
