@@ -297,3 +297,53 @@ def test_lifecycle_settings_that_cannot_work_are_refused() -> None:
     with pytest.raises(ValueError, match="clean_session"):
         RecoveryPlan("x", context=[{"role": "user"}])
     assert FAST.max_failures == 5
+
+
+def test_a_run_waiting_for_its_guards_is_not_pruned_and_ends_once_pruned_after(
+    log_url: str,
+) -> None:
+    guard = SlowGuard("conv")
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake, plugins=[guard]) as (client, _, log):
+            run_id = await start_run(client, "go")
+            await until(guard.entered.is_set)  # goose said Finish; the run has not ended
+            assert await asyncio.to_thread(log.prune, 0) == 0
+            assert "UpstreamFinish" in run_types(log.read(run_id=run_id))
+            guard.release.set()
+            await wait_status(client, run_id, "finished")
+            assert await asyncio.to_thread(log.prune, 0) > 0
+            assert log.read(run_id=run_id) == []
+
+    try:
+        asyncio.run(main())
+    finally:
+        guard.release.set()
+
+
+def test_a_cancel_during_a_follow_up_ends_the_run_cancelled_without_asking_again(
+    log_url: str,
+) -> None:
+    guard = VetoOnce()
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake, plugins=[guard]) as (client, gateway, log):
+            bound_session(fake, gateway, Turn().text("a"), Turn().text("b").hang())
+            run_id = await start_run(client, "go")
+            await until(lambda: "FollowUpStarted" in run_types(log.read(run_id=run_id)))
+            await until(lambda: len(fake.reply_calls) == 2)
+            cancelled = await client.post(f"/gateway/runs/{run_id}/cancel")
+            assert cancelled.status_code == 200
+            shown = await wait_status(client, run_id, "cancelled")
+            events = log.read(run_id=run_id)
+
+        follow_up = fake.reply_calls[1].request_id
+        assert [c.request_id for c in fake.cancel_calls][-1] == follow_up  # the current request
+        assert shown["attempt"] == 2 and len(guard.calls) == 1  # not asked after the cancel
+        types = run_types(events)
+        assert terminal_count(types) == 1 and types[-1] == "Finish"
+        assert events[-1].data["status"] == "cancelled"
+
+    asyncio.run(main())
