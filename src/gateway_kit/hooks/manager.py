@@ -10,9 +10,11 @@ deployment's plugins are asked before them. Any plugin can be blocked by name.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -218,9 +220,14 @@ class Plugins:
         return answer is True
 
     async def call_in_thread(self, hook: str, *, timeout: float, **arguments: Any) -> Any:
-        """Call `hook` with `arguments` off the event loop; `TimeoutError` after `timeout`
+        """Call `hook` with `arguments` in a thread of its own; `TimeoutError` after `timeout`
         seconds (the call goes on in its thread, and its answer is dropped), `HookFailed`
-        when an implementation of a hook whose calls are made again (`bill_run`) raised."""
+        when an implementation of a hook whose calls are made again (`bill_run`) raised.
+
+        For the hooks of a run's life, called once or a few times per run: a thread per call
+        costs little there, and a plugin that never returns holds only its own thread, never
+        a pool that other runs' calls would wait for.
+        """
         progress = CallProgress()
         caller = getattr(self.manager.hook, hook)
 
@@ -228,10 +235,9 @@ class Plugins:
             CURRENT_CALL.set(progress)
             return caller(**arguments)
 
-        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
-                answer = await loop.run_in_executor(self._threads(), _in_context(call))
+                answer = await in_own_thread(_in_context(call), name=f"gateway-kit-{hook}")
         except TimeoutError:
             logger.error(SLOW_HOOK, progress.plugin, hook, timeout)
             raise
@@ -251,3 +257,31 @@ class Plugins:
 def _in_context(function: Any) -> Any:
     context = contextvars.copy_context()
     return lambda: context.run(function)
+
+
+def in_own_thread(function: Callable[[], Any], *, name: str) -> asyncio.Future[Any]:
+    """`function()` in a new daemon thread, as a future of the running loop."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():  # the caller gave up waiting
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        result, error = None, None
+        try:
+            result = function()
+        except BaseException as exc:
+            error = exc
+        # A call that outlived its loop (the caller gave up, the server stopped) has nobody
+        # left to tell.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
