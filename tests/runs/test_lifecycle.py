@@ -126,8 +126,10 @@ def test_a_guard_that_always_vetoes_gets_n_follow_ups_then_guard_failed_and_fini
     with caplog.at_level(logging.WARNING, logger="gateway_kit.runs"):
         events, shown = asyncio.run(main())
     types = run_types(events)
-    assert types.count("FollowUpStarted") == 3 and types.count("UpstreamFinish") == 4
-    assert types[-2:] == ["guard_failed", "Finish"] and terminal_count(types) == 1
+    assert types.count("FollowUpStarted") == 3 and types.count("UpstreamFinish") == 4, " ".join(
+        types
+    )
+    assert types[-2:] == ["guard_failed", "Finish"] and terminal_count(types) == 1, " ".join(types)
     failed = events[-2].data
     assert failed["reasons"] == ["the tests were not run"]
     assert failed["missing"] == ["pytest output"] and failed["follow_ups"] == 3

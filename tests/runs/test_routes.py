@@ -61,13 +61,34 @@ def bound_session(fake: FakeGoose, gateway: Gateway, *turns: Turn) -> str:
     return session_id
 
 
-async def wait_status(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, object]:
-    for _ in range(500):
+async def wait_status(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, Any]:
+    """Wait until the run has `status` and, once it has ended, until readers see its end.
+
+    On PostgreSQL readers keep to settled rows: the run's end may be in its row a moment before
+    a client can read its terminal event, while older transactions are still running.
+    """
+    body: dict[str, Any] = {}
+
+    async def reached() -> bool:
+        nonlocal body
         body = (await client.get(f"/gateway/runs/{run_id}")).json()
-        if body["status"] == status:
-            return dict(body)
+        if body["status"] != status:
+            return False
+        if status == "active":
+            return True
+        page = await client.get(
+            f"/gateway/streams/{body['stream']}/events",
+            params={"after": str(body["terminal_seq"] - 1), "limit": "1"},
+            headers={"Accept": "application/json"},
+        )
+        return [e["seq"] for e in page.json()["events"]] == [body["terminal_seq"]]
+
+    deadline = asyncio.get_running_loop().time() + 20
+    while not await reached():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"run {run_id} never became {status}: {body}")
         await asyncio.sleep(0.02)
-    raise AssertionError(f"run {run_id} never became {status}: {body}")
+    return body
 
 
 async def start_run(client: httpx.AsyncClient, message: str, stream: str = "conv") -> str:

@@ -1,6 +1,6 @@
 """One gateway process for multi-process tests.
 
-    python -m tests.upstream.gateway_process DB_URL GOOSE_URL SECRET PORT_FILE
+    python -m tests.upstream.gateway_process PORT_FILE DB_URL GOOSE_URL SECRET
 
 Serves a Gateway with a goose upstream on a free loopback port (written to PORT_FILE), with
 short leases so that a killed process's sessions are taken over quickly.
@@ -21,7 +21,7 @@ TAKEOVER = PumpSettings(lease_ttl=1.5, lost_run_grace=3.0, reconnect_delay=0.05)
 
 
 def main() -> None:
-    db_url, goose_url, secret, port_file = sys.argv[1:5]
+    port_file, db_url, goose_url, secret = sys.argv[1:5]
     log = EventLog(db_url)
     gateway = Gateway(
         log=log,

@@ -83,7 +83,17 @@ class Harness:
         await until(condition, timeout)
 
     async def finished(self, run: Run, timeout: float = 10.0) -> Run:
-        await self.until(lambda: not self.store.get(run.run_id).active, timeout)  # type: ignore[union-attr]
+        """Wait until the run has ended and readers of the log see its end (on PostgreSQL they
+        keep to settled rows, which may lag the run's row while older transactions run)."""
+
+        def ended() -> bool:
+            current = self.store.get(run.run_id)
+            if current is None or current.active:
+                return False
+            end = self.log.run_end(run.run_id)
+            return end is None or self.log.read(after=end.seq - 1, limit=1) == [end]
+
+        await self.until(ended, timeout)
         current = self.store.get(run.run_id)
         assert current is not None
         return current

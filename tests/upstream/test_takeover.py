@@ -5,75 +5,18 @@ from __future__ import annotations
 import functools
 import os
 import signal
-import socket
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from gateway_kit import EventLog
 from gateway_kit.testing import FakeGoose, echo_turn
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..processes import gateway_process
+from ..serving import serve_in_thread
+from ..waiting import wait_until
 
-
-@contextmanager
-def goose_server(fake: FakeGoose) -> Iterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(fake, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        server.force_exit = True
-        thread.join(10)
-        sock.close()
-
-
-@contextmanager
-def gateway_process(
-    db_url: str, goose_url: str, secret: str, tmp: Path
-) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    port_file = tmp / f"port-{time.monotonic_ns()}"
-    output = (tmp / f"{port_file.name}.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.upstream.gateway_process", db_url, goose_url, secret,
-         str(port_file)],
-        cwd=ROOT, stdout=output, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        url = ""
-        for _ in range(600):
-            if port_file.exists() and port_file.read_text():
-                url = f"http://127.0.0.1:{port_file.read_text()}"
-                try:
-                    httpx.get(f"{url}/gateway/runs/none", timeout=1)
-                    break
-                except httpx.TransportError:
-                    pass
-            assert proc.poll() is None, Path(output.name).read_text()
-            time.sleep(0.05)
-        yield proc, url
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        output.close()
+MODULE = "tests.upstream.gateway_process"
 
 
 def test_the_surviving_gateway_takes_the_pump_over(pg_url: str, tmp_path: Path) -> None:
@@ -81,29 +24,25 @@ def test_the_surviving_gateway_takes_the_pump_over(pg_url: str, tmp_path: Path) 
     words = " ".join(f"word{i}" for i in range(30))
     with (
         EventLog(pg_url) as log,
-        goose_server(fake) as goose_url,
-        gateway_process(pg_url, goose_url, fake.secret_key, tmp_path) as (first, first_url),
-        gateway_process(pg_url, goose_url, fake.secret_key, tmp_path) as (_, second_url),
+        serve_in_thread(fake, lifespan="off") as goose_url,
+        gateway_process(MODULE, *args(pg_url, goose_url, fake), tmp=tmp_path, name="1") as first,
+        gateway_process(MODULE, *args(pg_url, goose_url, fake), tmp=tmp_path, name="2") as second,
     ):
-        started = httpx.post(f"{first_url}/gateway/streams/conv/runs", json={"message": words})
+        started = httpx.post(f"{first.url}/gateway/streams/conv/runs", json={"message": words})
         assert started.status_code == 200, started.text
         run_id = started.json()["run_id"]
-        deadline = time.monotonic() + 20
-        while not any(e.upstream_event_id for e in log.read(run_id=run_id)):
-            assert time.monotonic() < deadline, "the first gateway never pumped"
-            time.sleep(0.02)
-        os.kill(first.pid, signal.SIGKILL)  # mid-run: goose is still typing
-        first.wait()
+        wait_until(lambda: any(e.upstream_event_id for e in log.read(run_id=run_id)), 20)
+        os.kill(first.proc.pid, signal.SIGKILL)  # mid-run: goose is still typing
+        first.proc.wait()
         at_kill = log.read(run_id=run_id)
         assert "Finish" not in [e.type for e in at_kill]
 
-        deadline = time.monotonic() + 30
-        while True:
-            state = httpx.get(f"{second_url}/gateway/runs/{run_id}").json()
-            if state["status"] != "active":
-                break
-            assert time.monotonic() < deadline, "the second gateway never finished the run"
-            time.sleep(0.1)
+        def ended() -> bool:
+            state = httpx.get(f"{second.url}/gateway/runs/{run_id}").json()
+            return bool(state["status"] != "active")
+
+        wait_until(ended, 30)
+        state = httpx.get(f"{second.url}/gateway/runs/{run_id}").json()
         events = log.read(run_id=run_id)
 
     assert state["status"] == "finished"
@@ -117,3 +56,7 @@ def test_the_surviving_gateway_takes_the_pump_over(pg_url: str, tmp_path: Path) 
         c["text"] for e in events if e.type == "Message" for c in e.data["message"]["content"]
     )
     assert text == words
+
+
+def args(db_url: str, goose_url: str, fake: FakeGoose) -> tuple[str, ...]:
+    return (db_url, goose_url, fake.secret_key)

@@ -47,7 +47,13 @@ class BillingOutbox:
         """Deliver the run's bill now, in the background (it was just written)."""
         task = asyncio.create_task(self.deliver(run_id), name=f"gateway-kit-bill-{run_id}")
         self._deliveries.add(task)
-        task.add_done_callback(self._deliveries.discard)
+        task.add_done_callback(self._delivery_done)
+
+    def _delivery_done(self, task: asyncio.Task[bool]) -> None:
+        self._deliveries.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # The bill stays undelivered: a scan delivers it once this claim runs out.
+            logger.error("delivering a bill failed", exc_info=task.exception())
 
     async def deliver(self, run_id: str) -> bool:
         """Deliver one bill unless it is delivered or claimed; True when this call delivered it."""
@@ -83,7 +89,10 @@ class BillingOutbox:
         due = await asyncio.to_thread(self.store.due_bills, time.time())
         delivered = 0
         for run_id in due:
-            delivered += await self.deliver(run_id)
+            try:
+                delivered += await self.deliver(run_id)
+            except Exception:  # one bill that cannot be delivered holds up no other
+                logger.exception("delivering the bill of run %s failed", run_id)
         return delivered
 
     async def start(self) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -311,8 +312,12 @@ class RunLifecycle:
         body = {"type": type, **data, "status": status.value, "attempts": run.attempt}
         body["usage"] = usage
 
+        # This process delivers the bill at once; a scan elsewhere takes over only if it has
+        # not been delivered by the time a claim of this process would have run out.
+        others_from = time.time() + self.settings.billing.claim_ttl
+
         def also(transaction: Transaction, written: list[Event]) -> None:
-            write_ending(transaction, run, status, usage)
+            write_ending(transaction, run, status, usage, others_from=others_from)
 
         ended = await self.log.aend_run(
             run.stream,

@@ -332,10 +332,16 @@ def end_statement(run_id: str, status: RunStatus) -> sa.Update:
 
 
 def write_ending(
-    transaction: Transaction, run: Run, status: RunStatus, usage: dict[str, Any] | None
+    transaction: Transaction,
+    run: Run,
+    status: RunStatus,
+    usage: dict[str, Any] | None,
+    *,
+    others_from: float = 0.0,
 ) -> None:
     """In the transaction of the run's terminal event: its status and, when it is billed, its
-    bill, to be delivered after the commit."""
+    bill, to be delivered after the commit. Other processes' scans leave the bill alone until
+    `others_from` (epoch seconds): the process that ended the run delivers it first."""
     transaction.execute(end_statement(run.run_id, status))
     if usage is None:
         return
@@ -348,6 +354,6 @@ def write_ending(
             usage=json.dumps(usage),
             created_at=time.time(),
             tries=0,
-            next_try_at=0.0,
+            next_try_at=others_from,
         )
     )
