@@ -235,6 +235,7 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         parts.append(type(app).__name__)
         app = getattr(app, "app", None) if not isinstance(app, WrappedApp) else None
     assert parts == [
+        "SweepOwnedRuns",  # observes every request: it only starts the sweeper
         "IdentityMiddleware",
         "StreamRoutes",
         "RunRoutes",

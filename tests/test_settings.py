@@ -51,6 +51,7 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("prefix", "/"),
         ("legacy_tasks_path", "api/tasks"),
         ("working_dir", ""),
+        ("owned_run_sweep_interval", 0),
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

@@ -30,7 +30,10 @@ from .identity import IdentityMiddleware
 from .log import Event, EventLog
 from .principal import ANONYMOUS, Principal
 from .runs import Run, RunStatus
+from .runs.owned import OwnedRun, owned_run
 from .runs.routes import RunRoutes
+from .runs.sweeper import OwnedRunSweeper
+from .runs.sweeping import SweepOwnedRuns
 from .settings import GatewaySettings
 from .streams import LegacyTaskPoll, StreamRoutes
 from .upstream import GooseUpstream
@@ -53,6 +56,8 @@ __all__ = [
     "LogClosed",
     "Middleware",
     "Mount",
+    "OwnedRun",
+    "OwnedRunSweeper",
     "PayloadTooLarge",
     "PluginError",
     "Plugins",
@@ -69,6 +74,7 @@ __all__ = [
     "SessionNotFound",
     "SettingsError",
     "StreamRoutes",
+    "SweepOwnedRuns",
     "UpstreamAuthError",
     "UpstreamBadRequest",
     "UpstreamError",
@@ -77,4 +83,5 @@ __all__ = [
     "UpstreamUnavailable",
     "WrappedApp",
     "hookimpl",
+    "owned_run",
 ]

@@ -21,9 +21,12 @@ from .runs.lifecycle import LifecycleSettings, RunLifecycle
 from .runs.routes import RunRoutes
 from .runs.service import RunService
 from .runs.store import RunStore
+from .runs.sweeper import OwnedRunSweeper
+from .runs.sweeping import SweepOwnedRuns
 from .settings import (
     DEFAULT_LEGACY_TASKS_PATH,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_OWNED_RUN_SWEEP_INTERVAL,
     DEFAULT_PING_INTERVAL,
     DEFAULT_PLUGIN_TIMEOUT,
     DEFAULT_PREFIX,
@@ -92,6 +95,8 @@ class Gateway:
         and the billing outbox's timings.
     :param pump_scan_interval: how often this process looks for sessions nobody pumps (their
         process died) and takes them over.
+    :param owned_run_sweep_interval: how often this process looks for runs the app writes
+        itself (`owned_run`) whose process died, and ends them with an `Error`.
     :param working_dir: the working directory of the goose sessions this gateway starts.
     """
 
@@ -120,6 +125,7 @@ class Gateway:
         pump_settings: PumpSettings | None = None,
         lifecycle_settings: LifecycleSettings | None = None,
         pump_scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
+        owned_run_sweep_interval: float = DEFAULT_OWNED_RUN_SWEEP_INTERVAL,
         working_dir: str = DEFAULT_WORKING_DIR,
     ) -> None:
         self.settings = GatewaySettings(
@@ -132,6 +138,7 @@ class Gateway:
             max_body_bytes=max_body_bytes,
             plugin_timeout=plugin_timeout,
             pump_scan_interval=pump_scan_interval,
+            owned_run_sweep_interval=owned_run_sweep_interval,
             working_dir=working_dir,
         )
         self.log = log
@@ -155,6 +162,8 @@ class Gateway:
                 queue_size=self.settings.queue_size,
             ),
         )
+        # Ends the runs the app writes itself whose process died: in every gateway process.
+        self.sweeper = OwnedRunSweeper(log, interval=self.settings.owned_run_sweep_interval)
         self.pumps: PumpManager | None = None
         self.runs: RunService | None = None
         self.lifecycle: RunLifecycle | None = None
@@ -201,6 +210,8 @@ class Gateway:
         settings, plugins = self.settings, self.plugins
         prefix = settings.prefix
         parts = [
+            # First, to see every request: it starts the sweeper also without a lifespan.
+            Middleware(SweepOwnedRuns, log=self.log, sweeper=self.sweeper),
             Middleware(IdentityMiddleware, plugins=plugins),
             Middleware(
                 StreamRoutes, log=self.log, prefix=prefix, plugins=plugins, service=self.streams

@@ -32,6 +32,7 @@ DEFAULT_QUEUE_SIZE = 1024
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_PLUGIN_TIMEOUT = 5.0
 DEFAULT_PUMP_SCAN_INTERVAL = 2.0
+DEFAULT_OWNED_RUN_SWEEP_INTERVAL = 2.0
 DEFAULT_WORKING_DIR = "."
 
 BAD_PATH = "{name} must start with '/' and name a path, such as {example!r}; got {value!r}"
@@ -97,6 +98,7 @@ class GatewaySettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     plugin_timeout: float = DEFAULT_PLUGIN_TIMEOUT
     pump_scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL
+    owned_run_sweep_interval: float = DEFAULT_OWNED_RUN_SWEEP_INTERVAL
     working_dir: str = DEFAULT_WORKING_DIR
 
     def __post_init__(self) -> None:
@@ -109,7 +111,13 @@ class GatewaySettings:
             set_(self, "legacy_tasks_path", path)
         for name in ("wsgi_workers", "queue_size", "max_body_bytes"):
             _positive_integer(name, getattr(self, name))
-        for name in ("ping_interval", "send_timeout", "plugin_timeout", "pump_scan_interval"):
+        for name in (
+            "ping_interval",
+            "send_timeout",
+            "plugin_timeout",
+            "pump_scan_interval",
+            "owned_run_sweep_interval",
+        ):
             _positive_number(name, getattr(self, name))
         if not isinstance(self.working_dir, str) or not self.working_dir:
             raise SettingsError(f"working_dir must be a non-empty path, got {self.working_dir!r}")

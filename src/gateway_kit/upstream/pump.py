@@ -38,13 +38,13 @@ from ..exceptions import (
 )
 from ..log import EventLog
 from ..runs.ending import terminal_event
+from ..runs.lease import Lease
 from ..runs.lifecycle import RunLifecycle
 from ..runs.model import Run, SessionBinding
 from ..runs.store import RunStore
 from .appends import FrameAppender
 from .goose import GooseUpstream
 from .goose_events import GooseEventStream
-from .lease import Lease
 from .translator import is_duplicate, plan_resume
 
 logger = logging.getLogger("gateway_kit.upstream")

@@ -15,11 +15,11 @@ import uuid
 from typing import Any
 
 from ..log import EventLog
+from ..runs.lease import Lease
 from ..runs.lifecycle import RunLifecycle
 from ..runs.store import RunStore
 from ..settings import DEFAULT_PUMP_SCAN_INTERVAL
 from .goose import GooseUpstream
-from .lease import Lease
 from .pump import PumpSettings, SessionPump
 
 logger = logging.getLogger("gateway_kit.upstream")

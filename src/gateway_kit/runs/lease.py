@@ -1,4 +1,5 @@
-"""Leases with expiry in the database: only one process pumps a goose session at a time.
+"""Leases with expiry in the database: one holder at a time of a goose session's pump, or of a
+run the app writes itself (`gateway_kit.runs.owned`).
 
 The holder renews well before expiry; when it dies, the lease runs out and another process
 takes it over. `token` grows on every change of holder, so a holder can tell it was replaced.
@@ -11,7 +12,7 @@ import time
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..runs.tables import leases
+from .tables import leases
 
 DEFAULT_TTL = 10.0
 
@@ -60,14 +61,38 @@ class Lease:
         self.valid_until = now + self.ttl
         return True
 
+    def renew(self) -> bool:
+        """Extend the lease this holder has; False when it is gone or another holder's.
+
+        Unlike `acquire`, never takes a lease (back): a lease that was deleted or taken over
+        while this holder was away stays lost to it, even where the name is free again.
+        """
+        if self.token is None:
+            return False
+        now = time.time()
+        statement = leases.update().where(self._mine()).values(expires_at=now + self.ttl)
+        with self.engine.begin() as conn:
+            renewed = conn.execute(statement).rowcount == 1
+        if not renewed:
+            self.token = None
+            return False
+        self.valid_until = now + self.ttl
+        return True
+
+    def release_statement(self) -> sa.Delete:
+        """The statement that releases this lease, for running in another transaction."""
+        return leases.delete().where(self._mine())
+
     def release(self) -> None:
         if self.token is None:
             return
         with self.engine.begin() as conn:
-            conn.execute(
-                leases.delete()
-                .where(leases.c.name == self.name)
-                .where(leases.c.holder == self.holder)
-                .where(leases.c.token == self.token)
-            )
+            conn.execute(self.release_statement())
         self.token = None
+
+    def _mine(self) -> sa.ColumnElement[bool]:
+        return sa.and_(
+            leases.c.name == self.name,
+            leases.c.holder == self.holder,
+            leases.c.token == self.token,
+        )

@@ -1,0 +1,274 @@
+"""`owned_run`: a run the app writes itself, ended whichever way its writer stops.
+
+    with owned_run(log, stream="conv-1", run_id=task_id) as run:
+        run.append("Message", {...})
+
+Leaving the block ends the run with `Finish`; an exception ends it with `Error` naming the
+exception, which propagates. While the block runs, the run holds a lease in the database,
+renewed from a background thread; if the process dies, the lease runs out and a gateway's
+`OwnedRunSweeper` ends the run with `Error`. Each end goes through `EventLog.end_run`, so a run
+ends once, whoever gets there first, and its lease is released in the same transaction.
+
+A run's events are appended only while this process holds its lease: once the lease was lost
+(the process stalled past its expiry and the run was ended or taken over elsewhere), `append`
+raises `RunError` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import socket
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from ..exceptions import LogClosed, RunConflict, RunError
+from ..log import Event, EventLog
+from ..log.event import TERMINAL_TYPES
+from ..log.transaction import Transaction
+from .events import ERROR, FINISH
+from .lease import Lease
+
+logger = logging.getLogger("gateway_kit.runs")
+
+DEFAULT_LEASE_TTL = 10.0
+# Each owned run's lease is named after it; the sweeper finds them by this prefix.
+LEASE_PREFIX = "owned-run:"
+# Renewed this many times per TTL: a renewal or two may fail before the lease runs out.
+RENEWALS_PER_TTL = 3
+# An exception's text beyond this is cut from the run's Error.
+MAX_ERROR_CHARS = 4000
+
+BAD_TTL = "lease_ttl must be a positive number of seconds, got {value!r}"
+HELD_ELSEWHERE = "run {run_id!r} is already owned by another process"
+ALREADY_ENDED = "run {run_id!r} has already ended with {type}"
+NOT_OPEN = "run {run_id!r} is not open: append inside `with owned_run(...) as run:`"
+OPENED_ONCE = "run {run_id!r} was opened already: an OwnedRun is entered once"
+OVER = "run {run_id!r} has ended: nothing more can be appended to it"
+LEASE_LOST = (
+    "run {run_id!r}: this process lost its lease (it was not renewed in time), "
+    "and the run was ended or taken over elsewhere"
+)
+
+
+def lease_name(stream: str, run_id: str) -> str:
+    return LEASE_PREFIX + json.dumps([stream, run_id], ensure_ascii=False, separators=(",", ":"))
+
+
+def owned_run_of(name: str) -> tuple[str, str] | None:
+    """The (stream, run_id) an owned run's lease is named after; None for any other lease."""
+    if not name.startswith(LEASE_PREFIX):
+        return None
+    try:
+        value = json.loads(name[len(LEASE_PREFIX) :])
+    except ValueError:
+        return None
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return value[0], value[1]
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    """What an exception says, as Python prints it: ``ValueError: the text``."""
+    return "".join(traceback.format_exception_only(exc)).strip()
+
+
+class LeaseLost(Exception):
+    """Raised inside an ending transaction to undo it: the lease is no longer this holder's."""
+
+
+class OwnedRun:
+    """A run of `stream` that this process writes; see the module docstring.
+
+    :param log: the log the run's events go to.
+    :param stream: the conversation the run belongs to.
+    :param run_id: the run's id (a new one when None).
+    :param lease_ttl: seconds the run's lease lasts unrenewed: after a crash, how long the
+        run stays open before a sweeper ends it.
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        *,
+        stream: str,
+        run_id: str | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+    ) -> None:
+        run_id = uuid.uuid4().hex if run_id is None else run_id
+        log.check(stream=stream, type=FINISH, run_id=run_id)  # InvalidEvent, nothing written
+        if not _positive(lease_ttl):
+            raise ValueError(BAD_TTL.format(value=lease_ttl))
+        self.log = log
+        self.stream = stream
+        self.run_id = run_id
+        self.ended: Event | None = None
+        holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+        self._lease = Lease(log.engine, lease_name(stream, run_id), holder, lease_ttl)
+        self._entered = False
+        self._open = False
+        self._lost = False
+        self._lock = threading.Lock()  # appends and the renewing thread share the lease
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    @property
+    def lease_ttl(self) -> float:
+        return self._lease.ttl
+
+    # --- the block -------------------------------------------------------------------------
+
+    def __enter__(self) -> OwnedRun:
+        if self._entered:
+            raise RunError(OPENED_ONCE.format(run_id=self.run_id))
+        self._entered = True
+        if not self._lease.acquire():
+            raise RunConflict(HELD_ELSEWHERE.format(run_id=self.run_id))
+        # Checked once the lease is ours: no sweeper can end the run from here on.
+        end = self.log.run_end(self.run_id)
+        if end is not None:
+            self._lease.release()
+            raise RunError(ALREADY_ENDED.format(run_id=self.run_id, type=end.type))
+        self._open = True
+        self._renewer = threading.Thread(
+            target=self._renew_forever, name=f"gateway-kit-run-{self.run_id}", daemon=True
+        )
+        self._renewer.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self._open:
+            return
+        self._open = False
+        self._stop_renewing()
+        if self.ended is not None:
+            return
+        if exc is None:
+            self._end(FINISH, {})
+            return
+        # The exception of the block is what the caller must hear about: one in ending the run
+        # is only logged (the lease runs out, and a sweeper ends the run instead).
+        try:
+            self._end(ERROR, {"error": describe(exc)[:MAX_ERROR_CHARS]})
+        except RunError as lost:
+            logger.warning("%s", lost)
+        except Exception:
+            logger.exception("could not end run %s with its error", self.run_id)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def append(self, type: str, data: Mapping[str, Any] | None = None) -> Event:
+        """Append one event of the run; a `Finish` or `Error` ends it (and releases the
+        lease). `RunError` outside the block, once the run has ended, or once this process
+        has lost its lease."""
+        if not self._open:
+            raise RunError(NOT_OPEN.format(run_id=self.run_id))
+        if self.ended is not None:
+            raise RunError(OVER.format(run_id=self.run_id))
+        if type in TERMINAL_TYPES:
+            event = self._end(type, data)
+            self._stop_renewing()
+            return event
+        self._check_lease()
+        return self.log.append(self.stream, type, data, run_id=self.run_id)
+
+    def _end(self, type: str, data: Mapping[str, Any] | None) -> Event:
+        """Append the terminal event and release the lease in one transaction."""
+        lease = self._lease
+
+        def release(transaction: Transaction, events: list[Event]) -> None:
+            if transaction.execute(lease.release_statement()).rowcount != 1:
+                raise LeaseLost
+
+        with self._lock:  # the renewing thread waits, then sees that the run has ended
+            try:
+                event = self.log.end_run(self.stream, type, data, run_id=self.run_id, also=release)
+            except LeaseLost:
+                self._lost = True
+                raise RunError(LEASE_LOST.format(run_id=self.run_id)) from None
+            if event is None:
+                event = self._ended_elsewhere()
+            lease.token = None
+            self.ended = event
+            self._stop.set()
+        return event
+
+    def _ended_elsewhere(self) -> Event:
+        """The run has a terminal event already: written by the app around this object while
+        the lease was ours (fine), or by a sweeper after the lease was lost."""
+        if not self._lease.renew():
+            self._lost = True
+            raise RunError(LEASE_LOST.format(run_id=self.run_id))
+        self._lease.release()
+        ended = self.log.run_end(self.run_id)
+        assert ended is not None
+        return ended
+
+    def _check_lease(self) -> None:
+        with self._lock:
+            # Past the expiry (the renewing thread was held up, the process paused): a
+            # sweeper may be ending the run, so renew before writing another event.
+            if not self._lost and time.time() >= self._lease.valid_until:
+                self._lost = not self._lease.renew()
+            if self._lost:
+                raise RunError(LEASE_LOST.format(run_id=self.run_id))
+
+    # --- the lease -------------------------------------------------------------------------
+
+    def _renew_forever(self) -> None:
+        interval = self._lease.ttl / RENEWALS_PER_TTL
+        while not self._stop.wait(interval):
+            try:
+                self.log.engine  # noqa: B018 - raises LogClosed once the log is closed
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    renewed = self._lease.renew()
+            except LogClosed:
+                return
+            except Exception:
+                logger.warning("renewing the lease of run %s failed; trying again",
+                               self.run_id, exc_info=True)  # fmt: skip
+                continue
+            if not renewed:
+                self._lost = True
+                logger.warning(LEASE_LOST.format(run_id=self.run_id))
+                return
+
+    def _stop_renewing(self) -> None:
+        self._stop.set()
+        renewer = self._renewer
+        if renewer is not None and renewer is not threading.current_thread():
+            renewer.join()
+
+    def __repr__(self) -> str:
+        return f"OwnedRun(stream={self.stream!r}, run_id={self.run_id!r})"
+
+
+def owned_run(
+    log: EventLog,
+    *,
+    stream: str,
+    run_id: str | None = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+) -> OwnedRun:
+    """A run of `stream` this process writes, for ``with owned_run(...) as run:``: it ends with
+    `Finish` when the block ends, with `Error` when it raises or when the process dies."""
+    return OwnedRun(log, stream=stream, run_id=run_id, lease_ttl=lease_ttl)
+
+
+def _positive(value: object) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value > 0  # type: ignore[arg-type,operator]

@@ -1,0 +1,124 @@
+"""`OwnedRunSweeper`: ends the owned runs whose process stopped.
+
+An owned run (`gateway_kit.runs.owned`) holds a lease while its process writes it. A lease that
+expired unrenewed means that process is gone: the sweeper ends the run with an `Error` saying
+so, in one transaction with deleting the lease, and only if the lease is still the expired one
+it saw. So a writer that renewed in between keeps its run, and of several sweepers racing
+(every gateway process runs one) exactly one ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from ..exceptions import LogClosed
+from ..log import Event, EventLog
+from ..log.transaction import Transaction
+from ..settings import DEFAULT_OWNED_RUN_SWEEP_INTERVAL
+from .events import ERROR
+from .owned import LEASE_PREFIX, owned_run_of
+from .tables import leases
+
+logger = logging.getLogger("gateway_kit.runs")
+
+OWNER_STOPPED_ERROR = (
+    "the process writing this run stopped: its lease expired at {expired_at} and was not renewed"
+)
+
+
+class LeaseRenewed(Exception):
+    """Raised inside the ending transaction to undo it: the lease is no longer the one seen."""
+
+
+class OwnedRunSweeper:
+    """:param log: the log whose owned runs are swept (their leases live beside it).
+    :param interval: seconds between sweeps once started.
+    """
+
+    def __init__(self, log: EventLog, *, interval: float = DEFAULT_OWNED_RUN_SWEEP_INTERVAL):
+        self.log = log
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+
+    def sweep(self) -> list[Event]:
+        """End every owned run whose lease has expired; the `Error` events written."""
+        now = time.time()
+        query = sa.select(leases).where(
+            leases.c.name.startswith(LEASE_PREFIX, autoescape=True), leases.c.expires_at < now
+        )
+        with self.log.engine.connect() as conn:
+            expired = conn.execute(query).all()
+        ended = []
+        for lease in expired:
+            event = self._end(lease, now)
+            if event is not None:
+                ended.append(event)
+        return ended
+
+    def _end(self, lease: Any, now: float) -> Event | None:
+        owned = owned_run_of(lease.name)
+        if owned is None:
+            logger.warning("lease %r looks like an owned run's but names none", lease.name)
+            return None
+        stream, run_id = owned
+        # The lease as seen, still expired: not renewed, not taken over, not swept meanwhile.
+        stale = leases.delete().where(
+            leases.c.name == lease.name,
+            leases.c.holder == lease.holder,
+            leases.c.token == lease.token,
+            leases.c.expires_at < now,
+        )
+
+        def delete_lease(transaction: Transaction, events: list[Event]) -> None:
+            if transaction.execute(stale).rowcount != 1:
+                raise LeaseRenewed
+
+        expired_at = datetime.fromtimestamp(lease.expires_at, UTC).isoformat(timespec="seconds")
+        error = {"error": OWNER_STOPPED_ERROR.format(expired_at=expired_at)}
+        try:
+            event = self.log.end_run(stream, ERROR, error, run_id=run_id, also=delete_lease)
+        except LeaseRenewed:
+            return None
+        if event is None:  # the run had ended, and its lease was left behind
+            with self.log.engine.begin() as conn:
+                conn.execute(stale)
+            return None
+        logger.warning("run %s of stream %s: %s", run_id, stream, error["error"])
+        return event
+
+    async def asweep(self) -> list[Event]:
+        return await asyncio.to_thread(self.sweep)
+
+    # --- in the background -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Sweep now and every `interval` seconds, in this event loop, until `stop`."""
+        task = self._task
+        if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
+            return
+        self._task = asyncio.create_task(self._sweep_forever(), name="gateway-kit-sweeper")
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.asweep()
+            except LogClosed:
+                return
+            except Exception:
+                logger.exception("sweeping owned runs failed; trying again")
+            await asyncio.sleep(self.interval)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None or task.get_loop() is not asyncio.get_running_loop():
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
