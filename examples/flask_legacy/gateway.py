@@ -1,9 +1,11 @@
 """The legacy app adopting gateway_kit: ``gateway-kit serve gateway:app --db sqlite:///gw.db``.
 
 1. Mount: `Gateway` wraps the Flask app; every route of the app keeps working.
-2. Events to the log: ``EVENT_LOG`` makes the app write its task events to the `EventLog`; the
-   gateway answers the legacy ``GET /api/tasks/<id>?from=<idx>`` poll from the log, in the old
-   shape, so unmodified clients keep working.
+2. Events to the log: ``EVENT_LOG`` makes the app write its task events to the `EventLog`, each
+   task's thread inside ``with owned_run(...)`` (so a task whose process dies ends with an
+   ``Error`` instead of running for ever); the gateway answers the legacy
+   ``GET /api/tasks/<id>?from=<idx>`` poll from the log, in the old shape, so unmodified clients
+   keep working.
 3. Clients switch to SSE: ``/conversations/<id>`` is a page reading
    ``/gateway/streams/<id>/events`` with `EventSource`, resuming by itself after any disconnect.
 """

@@ -21,6 +21,8 @@ from gateway_kit import EventLog, Gateway
 from gateway_kit.demo import create_app
 from gateway_kit.demo.agent import FAILURE, reply_chunks
 
+from ..runs.owned_helpers import lease_count
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_legacy"
 CONVERSATION = "conv-legacy"
 MAX_POLLS = 500
@@ -130,8 +132,23 @@ def test_a_legacy_client_runs_a_task_to_its_end(log: EventLog, events_in_log: bo
     if events_in_log:
         assert [(e.pos - 1, e.type) for e in in_log] == [(i, t) for i, t, _ in transcript(answers)]
         assert {e.stream for e in in_log} == {CONVERSATION}
+        assert lease_count(log) == 0  # the task's thread owned its run until the Finish
     else:
         assert in_log == []
+
+
+def test_a_task_the_log_cannot_hold_is_refused_before_anything_is_written(log: EventLog) -> None:
+    async def body(client: httpx.AsyncClient) -> None:
+        await log_in(client)
+        answer = await client.post(
+            "/api/tasks", json={"conversation_id": "c" * 201, "message": "hello"}
+        )
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == "bad_request"
+
+    with_client(gateway_over(log, events_in_log=True), body)
+    assert log.last_seq() == 0
+    assert lease_count(log) == 0
 
 
 @pytest.mark.parametrize("message", ["hello there", "/fail now"])

@@ -11,12 +11,16 @@
   (``POST /gateway/streams/<conversation_id>/runs``, ``POST /gateway/runs/<run_id>/cancel``).
 
 The switch: ``app.config["EVENT_LOG"]``. None (the default) keeps each task's events in its own
-deque, as the legacy server did. An `EventLog` sends every event to the log instead; the
-gateway wrapping the app then answers the poll from the log, in the same shape.
+deque, as the legacy server did. An `EventLog` sends every event to the log instead, each task
+a run this process owns (`gateway_kit.owned_run`), ended with an ``Error`` by the gateway if the
+process dies mid-task; the gateway wrapping the app then answers the poll from the log, in the
+same shape.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -25,8 +29,12 @@ from typing import Any
 from flask import Flask, Response, jsonify, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
+from ..exceptions import InvalidEvent, LogClosed, RunError
+from ..runs.owned import DEFAULT_LEASE_TTL
 from .agent import new_message_id, run_turn
-from .tasks import TaskStore, event_writer
+from .tasks import EventWriter, TaskStore, task_events
+
+logger = logging.getLogger("gateway_kit.demo")
 
 DEFAULT_USERS = {"demo": "demo"}
 DEFAULT_CONVERSATION = "demo"
@@ -51,6 +59,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         EVENT_LOG=None,  # an EventLog moves every task event from the deques to the log
         DEMO_USERS=dict(DEFAULT_USERS),
         TURN_CHUNK_DELAY=CHUNK_DELAY,
+        # With EVENT_LOG, how long a task outlives its process before the gateway ends it.
+        TASK_LEASE_TTL=DEFAULT_LEASE_TTL,
     )
     app.config.update(config or {})
     app.extensions[TASKS_EXTENSION] = TaskStore()
@@ -134,12 +144,23 @@ def register_tasks(app: Flask) -> None:
         ):
             return error(400, "bad_request", BAD_TASK)
         task = store.create(conversation_id, owner=user)
-        write = event_writer(task, store, app.config["EVENT_LOG"])
-        # Written before answering, so the task has its first event by the time anyone polls.
-        write("Message", {"role": "user", "message_id": new_message_id(), "text": message})
+        try:
+            with contextlib.ExitStack() as stack:
+                events = task_events(
+                    task, store, app.config["EVENT_LOG"], lease_ttl=app.config["TASK_LEASE_TTL"]
+                )
+                stack.enter_context(events.held)
+                # Written before answering, so the task has its first event by the time
+                # anyone polls.
+                events.write(
+                    "Message", {"role": "user", "message_id": new_message_id(), "text": message}
+                )
+                held = stack.pop_all()  # from here on, the turn's thread ends the task
+        except InvalidEvent as exc:  # a conversation id or message the log cannot hold
+            return error(400, "bad_request", str(exc))
         threading.Thread(
-            target=run_turn,
-            args=(write, message),
+            target=run_task,
+            args=(events.write, held, message),
             kwargs={"chunk_delay": app.config["TURN_CHUNK_DELAY"]},
             name=f"task-{task.task_id}",
             daemon=True,
@@ -160,3 +181,18 @@ def register_tasks(app: Flask) -> None:
         if not (value.isascii() and value.isdigit()):
             return error(400, "invalid_cursor", BAD_OFFSET.format(value=value))
         return jsonify(store.poll(task, int(value)))
+
+
+def run_task(
+    write: EventWriter, held: contextlib.ExitStack, message: str, *, chunk_delay: float
+) -> None:
+    """A task's turn, in its own thread; `held` ends the task when the turn returns."""
+    try:
+        with held:
+            run_turn(write, message, chunk_delay=chunk_delay)
+    except LogClosed:
+        # The server is stopping: the task's lease runs out, and the gateway ends the task
+        # with an Error once it runs again.
+        logger.info("a task was cut short: the event log was closed")
+    except RunError as exc:
+        logger.warning("a task could not end: %s", exc)

@@ -15,10 +15,12 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..log import EventLog
+from ..runs.owned import DEFAULT_LEASE_TTL, owned_run
 
 MAX_EVENTS = 20_000  # the legacy deque's capacity
 RUNNING = "running"
@@ -82,14 +84,27 @@ class TaskStore:
         }
 
 
-def event_writer(task: Task, store: TaskStore, log: EventLog | None) -> EventWriter:
-    """Where `task` writes its events: its own deque, or the log when the app has one."""
+@dataclass(frozen=True)
+class TaskEvents:
+    """Where a task's turn writes its events, and what holds the task open until it ends."""
+
+    write: EventWriter
+    held: AbstractContextManager[object]
+
+
+def task_events(
+    task: Task, store: TaskStore, log: EventLog | None, *, lease_ttl: float = DEFAULT_LEASE_TTL
+) -> TaskEvents:
+    """The task's own deque, or the log when the app has one (`InvalidEvent` when the log
+    cannot hold the task's conversation id)."""
     if log is None:
-        return lambda type, data: store.append(task, type, data)
+        return TaskEvents(lambda type, data: store.append(task, type, data), nullcontext())
+    # The task is a run of the conversation's stream, owned by this process: it ends when the
+    # turn does, or with an Error when the process dies mid-turn. The gateway's legacy poll
+    # numbers a run's events from 0, as the deque did.
+    run = owned_run(log, stream=task.conversation_id, run_id=task.task_id, lease_ttl=lease_ttl)
 
-    def write_to_log(type: str, data: dict[str, Any]) -> None:
-        # The task is a run of the conversation's stream; the gateway's legacy poll numbers a
-        # run's events from 0, as the deque did.
-        log.append(stream=task.conversation_id, type=type, data=data, run_id=task.task_id)
+    def write_to_run(type: str, data: dict[str, Any]) -> None:
+        run.append(type, data)
 
-    return write_to_log
+    return TaskEvents(write_to_run, run)
