@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..hooks import Plugins
 from ..hooks.policy import HookFailed
+from .periodic import Periodic
 from .store import RunStore
 
 logger = logging.getLogger("gateway_kit.runs")
@@ -41,7 +42,7 @@ class BillingOutbox:
         self.settings = settings or BillingSettings()
         self.holder = uuid.uuid4().hex
         self._deliveries: set[asyncio.Task[bool]] = set()
-        self._scanner: asyncio.Task[None] | None = None
+        self._scanner = Periodic(self.deliver_due, self.settings.scan_interval, "gateway-kit-bills")
 
     def deliver_soon(self, run_id: str) -> None:
         """Deliver the run's bill now, in the background (it was just written)."""
@@ -96,28 +97,17 @@ class BillingOutbox:
         return delivered
 
     async def start(self) -> None:
-        if self._scanner is None:
-            self._scanner = asyncio.create_task(self._scan_forever(), name="gateway-kit-bills")
-
-    async def _scan_forever(self) -> None:
-        while True:
-            try:
-                await self.deliver_due()
-            except Exception:
-                logger.exception("delivering due bills failed; trying again")
-            await asyncio.sleep(self.settings.scan_interval)
+        self._scanner.start()
 
     async def wait_idle(self) -> None:
         while pending := [task for task in self._deliveries if not task.done()]:
             await asyncio.wait(pending)
 
     async def stop(self) -> None:
+        await self._scanner.stop()
         tasks = [*self._deliveries]
-        if self._scanner is not None:
-            tasks.append(self._scanner)  # type: ignore[arg-type]
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self._scanner = None

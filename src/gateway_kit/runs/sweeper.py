@@ -10,7 +10,6 @@ it saw. So a writer that renewed in between keeps its run, and of several sweepe
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from datetime import UTC, datetime
@@ -18,12 +17,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..exceptions import LogClosed
 from ..log import Event, EventLog
 from ..log.transaction import Transaction
 from ..settings import DEFAULT_OWNED_RUN_SWEEP_INTERVAL
 from .events import ERROR
 from .owned import LEASE_PREFIX, owned_run_of
+from .periodic import Periodic
 from .tables import leases
 
 logger = logging.getLogger("gateway_kit.runs")
@@ -45,7 +44,7 @@ class OwnedRunSweeper:
     def __init__(self, log: EventLog, *, interval: float = DEFAULT_OWNED_RUN_SWEEP_INTERVAL):
         self.log = log
         self.interval = interval
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = Periodic(self.asweep, interval, "gateway-kit-sweeper")
 
     def sweep(self) -> list[Event]:
         """End every owned run whose lease has expired; the `Error` events written."""
@@ -100,25 +99,7 @@ class OwnedRunSweeper:
 
     async def start(self) -> None:
         """Sweep now and every `interval` seconds, in this event loop, until `stop`."""
-        task = self._task
-        if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
-            return
-        self._task = asyncio.create_task(self._sweep_forever(), name="gateway-kit-sweeper")
-
-    async def _sweep_forever(self) -> None:
-        while True:
-            try:
-                await self.asweep()
-            except LogClosed:
-                return
-            except Exception:
-                logger.exception("sweeping owned runs failed; trying again")
-            await asyncio.sleep(self.interval)
+        self._periodic.start()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is None or task.get_loop() is not asyncio.get_running_loop():
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await self._periodic.stop()

@@ -17,6 +17,7 @@ from typing import Any
 from ..log import EventLog
 from ..runs.lease import Lease
 from ..runs.lifecycle import RunLifecycle
+from ..runs.periodic import Periodic
 from ..runs.store import RunStore
 from ..settings import DEFAULT_PUMP_SCAN_INTERVAL
 from .goose import GooseUpstream
@@ -50,7 +51,7 @@ class PumpManager:
         self._pumps: dict[str, asyncio.Task[bool]] = {}
         self._rechecks: set[asyncio.Task[None]] = set()
         self._failures: dict[str, int] = {}  # failures in a row, per session
-        self._scanner: asyncio.Task[None] | None = None
+        self._scanner = Periodic(self.scan, scan_interval, "gateway-kit-pumps")
 
     def running(self, session_id: str) -> bool:
         task = self._pumps.get(session_id)
@@ -121,16 +122,7 @@ class PumpManager:
                 self.ensure(session_id)
 
     async def start(self) -> None:
-        if self._scanner is None:
-            self._scanner = asyncio.create_task(self._scan_forever(), name="gateway-kit-pumps")
-
-    async def _scan_forever(self) -> None:
-        while True:
-            try:
-                await self.scan()
-            except Exception:
-                logger.exception("scanning for sessions to pump failed; trying again")
-            await asyncio.sleep(self.scan_interval)
+        self._scanner.start()
 
     async def wait_idle(self) -> None:
         """Wait until every pump started so far has ended (tests, graceful shutdown)."""
@@ -138,13 +130,11 @@ class PumpManager:
             await asyncio.wait(pending)
 
     async def stop(self) -> None:
+        await self._scanner.stop()
         tasks: list[asyncio.Task[Any]] = [*self._rechecks, *self._pumps.values()]
-        if self._scanner is not None:
-            tasks.append(self._scanner)
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self._scanner = None
         self._pumps.clear()

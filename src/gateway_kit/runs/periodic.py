@@ -1,0 +1,54 @@
+"""`Periodic`: one piece of work, now and every `interval` seconds, until stopped.
+
+The gateway's background scans (sessions nobody pumps, bills not yet delivered, owned runs whose
+writer died) each run in one of these, in the event loop that started it. A failed round is
+logged and the next one comes as usual; a closed log ends the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from ..exceptions import LogClosed
+
+logger = logging.getLogger("gateway_kit.runs")
+
+
+class Periodic:
+    def __init__(self, work: Callable[[], Awaitable[object]], interval: float, name: str) -> None:
+        self.work = work
+        self.interval = interval
+        self.name = name
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Start in the running loop, unless already running there."""
+        task = self._task
+        if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
+            return
+        self._task = asyncio.create_task(self._forever(), name=self.name)
+
+    async def _forever(self) -> None:
+        while True:
+            try:
+                await self.work()
+            except LogClosed:
+                return
+            except Exception:
+                logger.exception("%s failed; trying again in %g s", self.name, self.interval)
+            await asyncio.sleep(self.interval)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None or task.get_loop() is not asyncio.get_running_loop():
+            return  # a loop that is gone took its task with it
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
