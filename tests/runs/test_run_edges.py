@@ -296,6 +296,10 @@ def test_lifecycle_settings_that_cannot_work_are_refused() -> None:
         RecoveryPlan("")
     with pytest.raises(ValueError, match="clean_session"):
         RecoveryPlan("x", context=[{"role": "user"}])
+    with pytest.raises(ValueError, match="max_failures"):
+        PumpSettings(max_failures=0)
+    with pytest.raises(ValueError, match="lease_ttl"):
+        PumpSettings(lease_ttl=-1)
     assert FAST.max_failures == 5
 
 

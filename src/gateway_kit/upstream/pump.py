@@ -64,6 +64,22 @@ class PumpSettings:
     lease_ttl: float = 10.0
     max_failures: int = 5  # a pump that fails this many times in a row ends its session's runs
 
+    def __post_init__(self) -> None:
+        for name in (
+            "lost_run_grace",
+            "error_finish_grace",
+            "reconnect_delay",
+            "max_reconnect_delay",
+            "upstream_down_timeout",
+            "lease_ttl",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"PumpSettings.{name} must be a positive number, got {value!r}")
+        failures = self.max_failures
+        if isinstance(failures, bool) or not isinstance(failures, int) or failures < 1:
+            raise ValueError(f"PumpSettings.max_failures must be at least 1, got {failures!r}")
+
 
 class GooseRestarted(Exception):
     """goosed started a new lifetime: its ids began again at 1."""
