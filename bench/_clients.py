@@ -14,11 +14,16 @@ then one JSON line with what it measured.
   holding the connection open without reading, until a line arrives on stdin.
 - ``load``: `concurrency` httpx clients sending GET `url` back to back for `seconds` (the
   fallback load generator when wrk is not installed).
+- ``envelopes``: one httpx-sse subscriber of a gateway stream `url`, noting for every event the
+  moment its envelope was parsed (``time.perf_counter()``, which on Linux is CLOCK_MONOTONIC,
+  one clock for every process of the machine), its seq, type, run_id and upstream_event_id;
+  it stops after `expect` run-terminal events (``Finish``/``Error`` with a run_id).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import sys
@@ -180,11 +185,42 @@ async def load(job: Job) -> dict[str, Any]:
     return {"requests": done, "errors": errors, "seconds": elapsed}
 
 
+async def envelopes(job: Job) -> dict[str, Any]:
+    seen: list[list[Any]] = []
+    ended = 0
+    timeout = httpx.Timeout(CONNECT_TIMEOUT, read=None)
+    async with (
+        httpx.AsyncClient(timeout=timeout) as client,
+        aconnect_sse(client, "GET", job["url"]) as source,
+    ):
+        source.response.raise_for_status()
+        print("ready", flush=True)
+
+        async def read() -> None:
+            nonlocal ended
+            async for sse in source.aiter_sse():
+                if not sse.data:
+                    continue  # the blank line after a ": ping" comment
+                envelope = json.loads(sse.data)
+                now = time.perf_counter()
+                kind, run_id = envelope["type"], envelope["run_id"]
+                seen.append([now, envelope["seq"], kind, run_id, envelope["upstream_event_id"]])
+                if kind in ("Finish", "Error") and run_id is not None:
+                    ended += 1
+                    if ended >= job["expect"]:
+                        return
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(read(), job["timeout"])
+    return {"events": seen, "ended": ended}
+
+
 MODES: dict[str, Callable[[Job], Coroutine[Any, Any, dict[str, Any]]]] = {
     "sse": subscribers,
     "poll": subscribers,
     "idle": idle,
     "load": load,
+    "envelopes": envelopes,
 }
 
 

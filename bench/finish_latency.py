@@ -1,0 +1,324 @@
+"""Finish latency: from goose's `Finish` to a client receiving the run's own `Finish`, against
+the same time for a goose `Message`, with five no-op finish guards, over real HTTP.
+
+The `Gateway` (an `EventLog` on a SQLite file, five plugins with a no-op `finish_guard`, the
+fake goose in process behind its `GooseUpstream`) is served by uvicorn in a thread of this
+process; one client process follows ``GET /gateway/streams/{stream}/events`` with httpx-sse.
+This process starts runs with ``POST /gateway/streams/{stream}/runs``, one at a time.
+
+- Start: `SessionBus.publish` of the fake goose, wrapped here, notes ``time.perf_counter()``
+  as goose publishes each event (before its subscribers are pushed to).
+- End: the client notes ``time.perf_counter()`` once it has parsed the event's envelope (on
+  Linux CLOCK_MONOTONIC: one clock for every process of the machine).
+- A goose `Message` is matched to the log's `Message` by goose's id (`upstream_event_id`);
+  goose's `Finish` to the run's terminal `Finish` through the run's `UpstreamFinish` (goose's
+  Finish as stored, also reported, with the same id).
+
+Every goose event of a turn comes `--gap` ms after the one before, so each one is appended,
+delivered and (for `Finish`) decided alone, never batched with another. A log commit
+listener also notes when each event was committed, which splits each latency into the part
+before the commit (pump, lifecycle) and the delivery after it. Each round is a fresh log,
+server and client; the first runs of each round warm up and are not counted.
+
+    .venv/bin/python bench/finish_latency.py             # about 1.75 minutes on 2 cores
+    .venv/bin/python bench/finish_latency.py --rounds 7 --runs 80 --gap 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from _harness import PLAIN_STACK, Clients, machine_load, percentile
+
+from gateway_kit import Event, EventLog, Gateway, GooseUpstream, hookimpl
+from gateway_kit.gateway import ANONYMOUS_WARNING
+from gateway_kit.runs.events import FINISH, UPSTREAM_FINISH
+from gateway_kit.testing import DEFAULT_BASE_URL, FakeGoose, Turn
+from gateway_kit.testing.bus import BusEvent, SessionBus
+from gateway_kit.types import JSONObject
+
+STREAM = "conv-1"
+MESSAGE = "Tell me about foxes."
+CHUNK = "The quick brown fox "
+GOAL_MS = 2.0  # Finish's p50 may exceed Message's by this much
+START_TIMEOUT = 20.0
+RUN_TIMEOUT = 30.0
+FIRST_DELAY = 0.08  # s from the reply to goose's first event: the pump has connected by then
+SETTLE = 0.05  # s after a run's end before the next starts: the pump and the bill are done
+
+
+class Guard:
+    """A finish guard that lets every run end."""
+
+    def __init__(self, number: int) -> None:
+        self.__name__ = f"guard-{number}"
+
+    @hookimpl
+    def finish_guard(self, run: Any, events: Any) -> None:
+        return None
+
+
+# --- what the server side notes ---------------------------------------------------------------
+
+published: dict[int, float] = {}  # goose id -> when the fake published it (this round's bus)
+_publish = SessionBus.publish
+
+
+def noting_publish(self: SessionBus, request_id: str | None, event: JSONObject) -> BusEvent | None:
+    now = time.perf_counter()
+    stored = _publish(self, request_id, event)
+    if stored is not None:
+        published[stored.id] = now
+    return stored
+
+
+SessionBus.publish = noting_publish  # type: ignore[method-assign]
+
+
+class Commits:
+    """When each event was committed, and when each run's terminal event was."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, float] = {}  # seq -> time
+        self.ended: dict[str, float] = {}  # run_id -> time
+        self._changed = threading.Condition()
+
+    def listener(self, token: int, events: list[Event]) -> None:
+        now = time.perf_counter()
+        for event in events:
+            self.at[event.seq] = now
+            if event.is_terminal and event.run_id is not None:
+                with self._changed:
+                    self.ended[event.run_id] = now
+                    self._changed.notify_all()
+
+    def wait_end(self, run_id: str) -> None:
+        with self._changed:
+            if not self._changed.wait_for(lambda: run_id in self.ended, RUN_TIMEOUT):
+                raise RuntimeError(f"run {run_id} did not end within {RUN_TIMEOUT:g} s")
+
+
+def paced_turn(messages: int, gap: float) -> Turn:
+    """`messages` streamed chunks, then `MessageUsage`, then `Finish`, `gap` s apart."""
+    turn = Turn().delay(FIRST_DELAY)
+    message_id = f"msg_bench_{messages}"
+    for i in range(messages):
+        if i:
+            turn = turn.delay(gap)
+        turn = turn.text(CHUNK, message_id=message_id)
+    return turn.delay(gap).usage(input_tokens=120, output_tokens=messages).delay(gap)
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: Any, stack: str) -> Iterator[str]:
+    """uvicorn serving `app` in a thread, on a free loopback port; yields the base URL."""
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    options: dict[str, Any] = dict(PLAIN_STACK) if stack == "plain" else {}
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", **options)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not server.started:
+            raise RuntimeError("uvicorn did not start")
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(START_TIMEOUT)
+        sock.close()
+
+
+# --- one round --------------------------------------------------------------------------------
+
+
+@dataclass
+class Latencies:
+    """Milliseconds, one list per kind of event: publish to client, and publish to commit."""
+
+    total: dict[str, list[float]] = field(default_factory=dict)
+    to_commit: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, kind: str, total: float, to_commit: float) -> None:
+        self.total.setdefault(kind, []).append(total * 1000)
+        self.to_commit.setdefault(kind, []).append(to_commit * 1000)
+
+
+KINDS = ("Message", UPSTREAM_FINISH, FINISH)
+FIRST = "first Message"  # also counted under Message: the pump looks its run up first
+ROWS = ("Message", FIRST, UPSTREAM_FINISH, FINISH)
+
+
+def measure(work: Path, args: argparse.Namespace, number: int) -> Latencies:
+    published.clear()
+    log = EventLog(f"sqlite:///{work / f'round-{number}.db'}")
+    commits = Commits()
+    remove = log.add_commit_listener(commits.listener)
+    fake = FakeGoose(default_turn=lambda _message: paced_turn(args.messages, args.gap / 1000))
+    client = fake.client()
+    gateway = Gateway(
+        log=log,
+        upstream=GooseUpstream(DEFAULT_BASE_URL, secret_key=fake.secret_key, client=client),
+        plugins=[Guard(i) for i in range(args.guards)],
+        load_entry_points=False,  # exactly the built-ins and the guards
+        allow_anonymous=True,
+    )
+    runs = args.warmup + args.runs
+    run_ids: list[str] = []
+    try:
+        with serve_in_thread(gateway, args.stack) as url:
+            reader = Clients(
+                {
+                    "mode": "envelopes",
+                    "url": f"{url}/gateway/streams/{STREAM}/events",
+                    "expect": runs,
+                    "timeout": runs * RUN_TIMEOUT,
+                }
+            )
+            try:
+                reader.wait_ready()
+                with httpx.Client(base_url=url, timeout=RUN_TIMEOUT) as http:
+                    for _ in range(runs):
+                        answer = http.post(
+                            f"/gateway/streams/{STREAM}/runs", json={"message": MESSAGE}
+                        )
+                        answer.raise_for_status()
+                        run_ids.append(answer.json()["run_id"])
+                        commits.wait_end(run_ids[-1])
+                        time.sleep(SETTLE)
+                result = reader.result(timeout=RUN_TIMEOUT)
+            finally:
+                reader.kill()
+    finally:
+        remove()
+        log.close()
+    return match(result["events"], commits, set(run_ids[args.warmup :]))
+
+
+def match(seen: list[list[Any]], commits: Commits, counted: set[str]) -> Latencies:
+    """Pair what the client saw with what goose published and when the log committed it."""
+    out = Latencies()
+    goose_finish: dict[str, int] = {}  # run_id -> the goose id of its goose Finish
+    first_seen: set[str] = set()  # runs whose first Message has been seen
+    for at, seq, kind, run_id, upstream_id in seen:
+        if run_id not in counted or kind not in KINDS:
+            continue
+        if kind == UPSTREAM_FINISH:
+            goose_finish[run_id] = int(upstream_id)
+        goose_id = int(upstream_id) if upstream_id is not None else goose_finish.get(run_id)
+        if goose_id is None or goose_id not in published:
+            raise RuntimeError(f"no goose event for {kind} {seq} of run {run_id}")
+        start = published[goose_id]
+        out.add(kind, at - start, commits.at[seq] - start)
+        if kind == "Message" and run_id not in first_seen:
+            first_seen.add(run_id)
+            out.add(FIRST, at - start, commits.at[seq] - start)
+    missing = [kind for kind in KINDS if kind not in out.total]
+    if missing or len(out.total[FINISH]) != len(counted):
+        raise RuntimeError(f"the client did not see every run end (missing {missing})")
+    return out
+
+
+# --- driver -----------------------------------------------------------------------------------
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--runs", type=int, default=50, help="counted runs per round (50)")
+    parser.add_argument("--warmup", type=int, default=3, help="runs not counted, per round (3)")
+    parser.add_argument("--messages", type=int, default=8, help="Message events per run (8)")
+    parser.add_argument("--gap", type=float, default=25.0, help="ms between goose events (25)")
+    parser.add_argument("--guards", type=int, default=5, help="no-op finish guards (default 5)")
+    parser.add_argument(
+        "--stack",
+        choices=("standard", "plain"),
+        default="standard",
+        help="uvicorn with what uvicorn[standard] installs (httptools, uvloop), or plain "
+        "(h11, asyncio loop) (default standard)",
+    )
+    parser.add_argument("--dir", default=None, help="where the database files go (default: TMP)")
+    args = parser.parse_args()
+    # Every round's Gateway says allow_anonymous=True on purpose: one warning is enough.
+    logging.getLogger("gateway_kit").addFilter(lambda r: r.getMessage() != ANONYMOUS_WARNING)
+
+    print(
+        f"uvicorn {uvicorn.__version__} ({args.stack} stack) in a thread, one SSE client "
+        f"process; {args.guards} no-op finish guards; {args.runs} runs per round after "
+        f"{args.warmup} warm-up, {args.messages} Messages each, {args.gap:g} ms apart; "
+        f"{args.rounds} rounds"
+    )
+    print(f"At the start: {machine_load()}")
+    rounds: list[Latencies] = []
+    differences: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="gk-bench-", dir=args.dir) as tmp:
+        for number in range(args.rounds):
+            got = measure(Path(tmp), args, number)
+            rounds.append(got)
+            p50 = {kind: percentile(got.total[kind], 50) for kind in KINDS}
+            differences.append(p50[FINISH] - p50["Message"])
+            print(
+                f"  round {number + 1}/{args.rounds}: p50 ms Message {p50['Message']:.2f}, "
+                f"UpstreamFinish {p50[UPSTREAM_FINISH]:.2f}, Finish {p50[FINISH]:.2f}; "
+                f"Finish - Message {differences[-1]:.2f}",
+                flush=True,
+            )
+
+    header = (
+        f"{'goose event -> client gets':<34} {'count':>6} {'p50 ms':>16} {'p90 ms':>16} "
+        f"{'p99 ms':>16} {'p50 to commit':>16}"
+    )
+    print(f"\nLatency from goose's publish, medians of {args.rounds} rounds (min-max)")
+    print(header)
+    print("-" * len(header))
+    labels = {
+        "Message": "Message -> Message",
+        FIRST: "  of which the first of each run",
+        UPSTREAM_FINISH: "Finish -> UpstreamFinish (goose's)",
+        FINISH: "Finish -> the run's Finish",
+    }
+    for kind in ROWS:
+        cells = [spread([percentile(r.total[kind], pct) for r in rounds]) for pct in (50, 90, 99)]
+        commit = spread([percentile(r.to_commit[kind], 50) for r in rounds])
+        count = sum(len(r.total[kind]) for r in rounds)
+        print(f"{labels[kind]:<34} {count:>6} {cells[0]:>16} {cells[1]:>16} {cells[2]:>16} "
+              f"{commit:>16}")  # fmt: skip
+    print("(to commit: from goose's publish to the log's commit of the event, in the server)")
+    decided = [
+        percentile(r.to_commit[FINISH], 50) - percentile(r.to_commit[UPSTREAM_FINISH], 50)
+        for r in rounds
+    ]
+    print(f"the lifecycle, UpstreamFinish committed -> Finish committed, p50: {spread(decided)} ms")
+
+    difference = statistics.median(differences)
+    verdict = "PASS" if difference <= GOAL_MS else "MISS"
+    print(
+        f"\nGoal: Finish p50 - Message p50 <= {GOAL_MS:g} ms: {difference:.2f} ms "
+        f"({min(differences):.2f}-{max(differences):.2f} over rounds)  {verdict}"
+    )
+    print(f"\nAt the end: {machine_load()}")
+
+
+if __name__ == "__main__":
+    main()
