@@ -37,7 +37,12 @@ class Backend(Protocol):
         self, batch: Sequence[NewEvent], now: float, end: RunEnd | None = None
     ) -> list[Event]: ...
     def read(
-        self, after: int, stream: str | None, run_id: str | None, limit: int
+        self,
+        after: int,
+        stream: str | None,
+        run_id: str | None,
+        limit: int,
+        types: tuple[str, ...] = (),
     ) -> list[Event]: ...
     def last_seq(self, stream: str | None) -> int: ...
     def latest(self, query: Latest) -> Event | None: ...
@@ -45,6 +50,7 @@ class Backend(Protocol):
         self, finished_before: float, archive: Callable[[list[Event]], None] | None
     ) -> int: ...
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None: ...
+    def select(self, sql: str, params: Any) -> tuple[tuple[str, ...], list[Row]]: ...
     def close(self) -> None: ...
 
 
@@ -106,14 +112,23 @@ class Connections(Generic[C]):
                     self._idle.notify_all()
 
     def fetch(
-        self, connect: Callable[[], C], sql: str, params: Sequence[Any] = (), *, one: bool = False
+        self,
+        connect: Callable[[], C],
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        one: bool = False,
+        named: bool = False,
     ) -> Any:
-        """Run a query on this thread's reader connection (opened with `connect` when needed)."""
+        """Run a query on this thread's reader connection (opened with `connect` when needed);
+        `named`: the rows with their column names, as ``(names, rows)``."""
         with self.in_use():
             conn: C | None = getattr(self._local, "conn", None)
             if conn is None or getattr(conn, "closed", False):
                 conn = self._local.conn = connect()
             cur = conn.execute(sql, params)
+            if named:
+                return tuple(column[0] for column in cur.description), cur.fetchall()
             return cur.fetchone() if one else cur.fetchall()
 
     def add(self, conn: C) -> C:
@@ -138,7 +153,11 @@ def row_to_event(row: Row) -> Event:
 
 
 def select_sql(
-    stream: str | None, run_id: str | None, placeholder: str, settled: str = "true"
+    stream: str | None,
+    run_id: str | None,
+    placeholder: str,
+    settled: str = "true",
+    types: tuple[str, ...] = (),
 ) -> str:
     """Events after a cursor; `settled` keeps to rows no later commit can precede."""
     where = [f"seq > {placeholder}", settled]
@@ -146,18 +165,23 @@ def select_sql(
         where.append(f"stream = {placeholder}")
     if run_id is not None:
         where.append(f"run_id = {placeholder}")
+    if types:
+        where.append(f"type IN ({', '.join([placeholder] * len(types))})")
     return (
         f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} "
         f"ORDER BY seq LIMIT {placeholder}"
     )
 
 
-def select_params(after: int, stream: str | None, run_id: str | None, limit: int) -> list[Any]:
+def select_params(
+    after: int, stream: str | None, run_id: str | None, limit: int, types: tuple[str, ...] = ()
+) -> list[Any]:
     params: list[Any] = [after]
     if stream is not None:
         params.append(stream)
     if run_id is not None:
         params.append(run_id)
+    params.extend(types)
     params.append(limit)
     return params
 

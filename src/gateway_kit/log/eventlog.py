@@ -24,17 +24,19 @@ from .event import (
     NewEvent,
     check_cursor,
     prepare,
+    prepare_json,
 )
 from .group_commit import GroupCommit
 from .notifier import Notifier
 from .postgres import PostgresBackend
 from .schema import HEAD_REVISION
 from .sqlite import SQLiteBackend
-from .transaction import Transaction
+from .transaction import Transaction, compiled, record_type
 
 logger = logging.getLogger("gateway_kit.log")
 
 DEFAULT_READ_LIMIT = 1000
+FIELDS = frozenset({"stream", "type", "data", "data_json", "run_id", "upstream_event_id"})
 TAIL_BATCH = 1000
 # A tail re-reads this often even without a notification, in case one was lost.
 IDLE_RECHECK_SECONDS = 2.0
@@ -116,7 +118,12 @@ class EventLog:
         self._prepare(fields)
 
     def append_many(self, events: Iterable[Mapping[str, Any]]) -> list[Event]:
-        """Append several events in one transaction: all of them are written, or none."""
+        """Append several events in one transaction: all of them are written, or none.
+
+        An event whose data arrived as JSON text may give it as ``data_json`` instead of
+        ``data``: the JSON text of an object, which the caller has decoded already. It is
+        stored as it is, not encoded again.
+        """
         items = [self._prepare(e) for e in events]
         if not items:
             return []
@@ -137,9 +144,20 @@ class EventLog:
         return await asyncio.to_thread(self.append_many, items)
 
     def _prepare(self, fields: Mapping[str, Any]) -> NewEvent:
-        unknown = set(fields) - {"stream", "type", "data", "run_id", "upstream_event_id"}
+        unknown = set(fields) - FIELDS
         if unknown:
             raise TypeError(f"unknown event fields: {', '.join(sorted(unknown))}")
+        if "data_json" in fields:
+            if "data" in fields:
+                raise TypeError("give an event's data or its data_json, not both")
+            return prepare_json(
+                stream=fields.get("stream"),
+                type=fields.get("type"),
+                data_json=fields["data_json"],
+                run_id=fields.get("run_id"),
+                upstream_event_id=fields.get("upstream_event_id"),
+                max_payload_bytes=self.max_payload_bytes,
+            )
         data = fields.get("data")
         return prepare(
             stream=fields.get("stream"),
@@ -251,13 +269,18 @@ class EventLog:
         limit: int = DEFAULT_READ_LIMIT,
         *,
         run_id: str | None = None,
+        types: Iterable[str] = (),
     ) -> list[Event]:
-        """Events with seq > `after`, ordered by seq, at most `limit` of them."""
+        """Events with seq > `after`, ordered by seq, at most `limit` of them; with `types`,
+        only events of those types."""
         after = check_cursor(after)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidCursor(f"limit must be a positive integer, got {limit!r}")
+        wanted = tuple(types)
+        if any(not isinstance(t, str) for t in wanted):
+            raise TypeError(f"types must be strings, got {wanted!r}")
         self._check_open()
-        return self._backend.read(after, stream, run_id, limit)
+        return self._backend.read(after, stream, run_id, limit, wanted)
 
     async def aread(
         self,
@@ -266,8 +289,10 @@ class EventLog:
         limit: int = DEFAULT_READ_LIMIT,
         *,
         run_id: str | None = None,
+        types: Iterable[str] = (),
     ) -> list[Event]:
-        return await asyncio.to_thread(self.read, after, stream, limit, run_id=run_id)
+        read = functools.partial(self.read, run_id=run_id, types=tuple(types))
+        return await asyncio.to_thread(read, after, stream, limit)
 
     def last_seq(self, stream: str | None = None) -> int:
         self._check_open()
@@ -344,6 +369,23 @@ class EventLog:
     @property
     def change_token(self) -> int:
         return self._notifier.version
+
+    def select(
+        self, statement: sa.Executable, params: Mapping[str, Any] | None = None
+    ) -> list[Any]:
+        """Rows of a SQLAlchemy Core query of the tables beside the log, read on the log's own
+        reader connection of this thread (no connection is opened per query); each row's
+        columns are attributes. `params` fill the statement's `bindparam`s."""
+        self._check_open()
+        sql = compiled(statement, self._backend.dialect)
+        names, rows = self._backend.select(sql.sql, sql.parameters(params))
+        record = record_type(names)
+        return [record(*row) for row in rows]
+
+    async def aselect(
+        self, statement: sa.Executable, params: Mapping[str, Any] | None = None
+    ) -> list[Any]:
+        return await asyncio.to_thread(self.select, statement, params)
 
     @property
     def engine(self) -> sa.Engine:

@@ -103,6 +103,13 @@ class PostgresBackend:
     def _fetch(self, sql: str, params: Sequence[Any] = (), *, one: bool = False) -> Any:
         return self._connections.fetch(self._connect, sql, params, one=one)
 
+    def select(self, sql: str, params: Any) -> tuple[tuple[str, ...], list[Any]]:
+        """A query of the tables beside the log, on this thread's reader connection."""
+        found: tuple[tuple[str, ...], list[Any]] = self._connections.fetch(
+            self._connect, sql, params, named=True
+        )
+        return found
+
     def engine(self) -> sa.Engine:
         return postgres_engine(self._url)
 
@@ -181,9 +188,16 @@ class PostgresBackend:
             ensure_ascii=False,
         )
 
-    def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
-        sql = select_sql(stream, run_id, "%s", SETTLED)
-        rows = self._fetch(sql, select_params(after, stream, run_id, limit))
+    def read(
+        self,
+        after: int,
+        stream: str | None,
+        run_id: str | None,
+        limit: int,
+        types: tuple[str, ...] = (),
+    ) -> list[Event]:
+        sql = select_sql(stream, run_id, "%s", SETTLED, types)
+        rows = self._fetch(sql, select_params(after, stream, run_id, limit, types))
         return [Event(*r) for r in rows]
 
     def last_seq(self, stream: str | None) -> int:

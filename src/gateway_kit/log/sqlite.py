@@ -107,6 +107,13 @@ class SQLiteBackend:
     def _fetch(self, sql: str, params: Sequence[Any] = (), *, one: bool = False) -> Any:
         return self._connections.fetch(self._connect, sql, params, one=one)
 
+    def select(self, sql: str, params: Any) -> tuple[tuple[str, ...], list[Any]]:
+        """A query of the tables beside the log, on this thread's reader connection."""
+        found: tuple[tuple[str, ...], list[Any]] = self._connections.fetch(
+            self._connect, sql, params, named=True
+        )
+        return found
+
     def engine(self) -> sa.Engine:
         return sqlite_engine(self._target, uri=self._uri)
 
@@ -172,9 +179,17 @@ class SQLiteBackend:
         self._written_at = None
         self._heads = {}
 
-    def read(self, after: int, stream: str | None, run_id: str | None, limit: int) -> list[Event]:
-        sql = select_sql(stream, run_id, "?")
-        return [Event(*r) for r in self._fetch(sql, select_params(after, stream, run_id, limit))]
+    def read(
+        self,
+        after: int,
+        stream: str | None,
+        run_id: str | None,
+        limit: int,
+        types: tuple[str, ...] = (),
+    ) -> list[Event]:
+        sql = select_sql(stream, run_id, "?", types=types)
+        params = select_params(after, stream, run_id, limit, types)
+        return [Event(*r) for r in self._fetch(sql, params)]
 
     def last_seq(self, stream: str | None) -> int:
         params = () if stream is None else (stream,)

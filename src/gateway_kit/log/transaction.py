@@ -8,7 +8,9 @@ connection that appends.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import collections
+import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,19 +22,55 @@ DIALECTS: dict[str, sa.Dialect] = {
 }
 
 
+class CompiledStatement:
+    """A statement's SQL for one driver, and how to lay out its parameters."""
+
+    __slots__ = ("defaults", "names", "sql")
+
+    def __init__(self, statement: sa.Executable, dialect: sa.Dialect) -> None:
+        compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+        self.sql: str = compiled.string
+        self.defaults: dict[str, Any] = dict(compiled.params)
+        # sqlite3 takes "?" placeholders, in order; psycopg takes named ones.
+        self.names: tuple[str, ...] | None = (
+            None if compiled.positiontup is None else tuple(compiled.positiontup)
+        )
+
+    def parameters(self, given: Mapping[str, Any] | None) -> Any:
+        values = self.defaults if not given else {**self.defaults, **given}
+        if self.names is None:
+            return values
+        return [values[name] for name in self.names]
+
+
+# Statements made once (with `bindparam`s for what changes) are compiled once per driver.
+_COMPILED: dict[tuple[int, str], tuple[sa.Executable, CompiledStatement]] = {}
+MAX_COMPILED = 512
+
+
+def compiled(statement: sa.Executable, dialect: str) -> CompiledStatement:
+    key = (id(statement), dialect)
+    found = _COMPILED.get(key)
+    if found is not None and found[0] is statement:
+        return found[1]
+    result = CompiledStatement(statement, DIALECTS[dialect])
+    if len(_COMPILED) >= MAX_COMPILED:  # statements made per call: do not keep them all
+        _COMPILED.clear()
+    _COMPILED[key] = (statement, result)  # the statement is kept, so its id stays its own
+    return result
+
+
 class Transaction:
     """The transaction of one append, open until its callback returns."""
 
     def __init__(self, connection: Any, dialect: str) -> None:
         self._connection = connection
-        self._dialect = DIALECTS[dialect]
+        self._dialect = dialect
 
-    def execute(self, statement: sa.Executable) -> Result:
-        compiled = statement.compile(dialect=self._dialect)  # type: ignore[attr-defined]
-        params: Any = compiled.params
-        if compiled.positiontup is not None:  # sqlite3 takes "?" placeholders, in order
-            params = [compiled.params[name] for name in compiled.positiontup]
-        cursor = self._connection.execute(compiled.string, params)
+    def execute(self, statement: sa.Executable, params: Mapping[str, Any] | None = None) -> Result:
+        """Run a SQLAlchemy Core statement; `params` fill its `bindparam`s."""
+        sql = compiled(statement, self._dialect)
+        cursor = self._connection.execute(sql.sql, sql.parameters(params))
         rows = cursor.fetchall() if cursor.description else []
         return Result(rows, cursor.rowcount)
 
@@ -44,3 +82,9 @@ class Result:
 
     def first(self) -> Any:
         return self.rows[0] if self.rows else None
+
+
+@functools.lru_cache(maxsize=256)
+def record_type(names: tuple[str, ...]) -> Any:
+    """A row type whose fields are `names`, as SQLAlchemy's rows have them."""
+    return collections.namedtuple("Record", names, rename=True)
