@@ -105,7 +105,7 @@ async def harness(
 ) -> AsyncIterator[Harness]:
     fake = FakeGoose(ping_interval=0.05, **fake_options)
     log = EventLog(log_url)
-    store = RunStore(log.engine)
+    store = RunStore(log.engine, reader=log)
     client = httpx.AsyncClient()
     hooks = Plugins(plugins, load_entry_points=False)
     try:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from ..exceptions import RecoveryUsed, UpstreamError
 from ..hooks import GuardVeto, Plugins, RecoveryPlan
@@ -47,7 +48,7 @@ from .events import (
 from .model import Attempt, AttemptKind, Run, RunStatus
 from .ports import Pumps, Upstream
 from .store import RunStore, write_ending
-from .usage import run_usage
+from .usage import COUNTED, run_usage
 
 logger = logging.getLogger("gateway_kit.runs")
 
@@ -117,14 +118,14 @@ class RunLifecycle:
     async def upstream_finished(self, run: Run, event: Event) -> None:
         """goose's `Finish` for one of the run's requests was appended as `event`."""
         async with self._lock(run.run_id):
-            current = await self._current(run, event)
+            current = await asyncio.to_thread(self._current, run, event)
             if current is not None:
                 await self._finished(current)
 
     async def upstream_errored(self, run: Run, event: Event) -> None:
         """goose's `Error` for one of the run's requests was appended as `event`."""
         async with self._lock(run.run_id):
-            current = await self._current(run, event)
+            current = await asyncio.to_thread(self._current, run, event)
             if current is not None:
                 await self._errored(current, str(event.data.get("error", "")))
 
@@ -152,7 +153,7 @@ class RunLifecycle:
                 status = ending_status(end.type, cancel_requested=current.cancel_requested)
                 await asyncio.to_thread(self.store.end, run.run_id, status)
                 return
-            for event in await self._events(current):
+            for event in await asyncio.to_thread(self._events, current):
                 if event.data.get("chat_request_id") != current.upstream_request_id:
                     continue
                 # The first of them decides, as it did live: goose's Finish follows its Error.
@@ -166,13 +167,12 @@ class RunLifecycle:
     # --- decisions ---------------------------------------------------------------------------
 
     async def _finished(self, run: Run) -> None:
-        events = await self._events(run)
         if run.cancel_requested:
-            await self._end(run, events, FINISH, {"reason": "cancelled"}, RunStatus.CANCELLED)
+            await self._end(run, FINISH, {"reason": "cancelled"}, RunStatus.CANCELLED)
             return
-        vetoes = await self._ask_guards(run, events)
+        vetoes = await self._ask_guards(run, RunEvents(self.log, run.run_id))
         if not vetoes:
-            await self._end(run, events, FINISH, {"reason": "stop"}, RunStatus.FINISHED)
+            await self._end(run, FINISH, {"reason": "stop"}, RunStatus.FINISHED)
             return
         prompt, reasons, missing = follow_up_prompt(vetoes)
         attempts = await asyncio.to_thread(self.store.attempts, run.run_id)
@@ -188,7 +188,7 @@ class RunLifecycle:
             "follow_ups": follow_ups,
         }
         before = [{"stream": run.stream, "type": GUARD_FAILED, "data": failed}]
-        await self._end(run, events, FINISH, {"reason": "stop"}, RunStatus.FINISHED, before=before)
+        await self._end(run, FINISH, {"reason": "stop"}, RunStatus.FINISHED, before=before)
 
     async def _errored(self, run: Run, error: str) -> None:
         error_class: str | None = None
@@ -201,9 +201,8 @@ class RunLifecycle:
             )
             if plan is not None and await self._recover(run, error_class, plan, attempts):
                 return
-        events = await self._events(run)
         data = {"error": error, "error_class": error_class}
-        await self._end(run, events, ERROR, data, RunStatus.FAILED)
+        await self._end(run, ERROR, data, RunStatus.FAILED)
 
     async def _follow_up(
         self, run: Run, prompt: str, reasons: list[str], missing: list[str]
@@ -282,10 +281,9 @@ class RunLifecycle:
                 override_conversation=context,
             )
         except UpstreamError as exc:
-            events = await self._events(run)
             error = RETRY_FAILED.format(kind=plan.kind, error=exc)
             data = {"error": error, "error_class": error_class}
-            await self._end(run, events, ERROR, data, RunStatus.FAILED)
+            await self._end(run, ERROR, data, RunStatus.FAILED)
             return True
         if plan.clean_session and self.pumps is not None:
             self.pumps.ensure(session_id)
@@ -300,7 +298,6 @@ class RunLifecycle:
     async def _end(
         self,
         run: Run,
-        events: list[Event],
         type: str,
         data: dict[str, Any],
         status: RunStatus,
@@ -308,10 +305,22 @@ class RunLifecycle:
         before: Sequence[dict[str, Any]] = (),
     ) -> Event | None:
         """Append the run's terminal event, with its status and bill, unless it has ended."""
-        usage = run_usage(events, run.attempt)
+        ended = await asyncio.to_thread(self._end_now, run, type, data, status, before)
+        if ended is not None:
+            self.billing.deliver_soon(run.run_id)
+        return ended
+
+    def _end_now(
+        self,
+        run: Run,
+        type: str,
+        data: dict[str, Any],
+        status: RunStatus,
+        before: Sequence[dict[str, Any]],
+    ) -> Event | None:
+        usage = run_usage(read_all(self.log, run.run_id, COUNTED), run.attempt)
         body = {"type": type, **data, "status": status.value, "attempts": run.attempt}
         body["usage"] = usage
-
         # This process delivers the bill at once; a scan elsewhere takes over only if it has
         # not been delivered by the time a claim of this process would have run out.
         others_from = time.time() + self.settings.billing.claim_ttl
@@ -319,23 +328,13 @@ class RunLifecycle:
         def also(transaction: Transaction, written: list[Event]) -> None:
             write_ending(transaction, run, status, usage, others_from=others_from)
 
-        ended = await self.log.aend_run(
-            run.stream,
-            type,
-            body,
-            run_id=run.run_id,
-            before=before,
-            also=also,
-        )
-        if ended is not None:
-            self.billing.deliver_soon(run.run_id)
-        return ended
+        return self.log.end_run(run.stream, type, body, run_id=run.run_id, before=before, also=also)
 
     async def end_unstarted(self, run: Run, error: str) -> Event | None:
         """End a run goose never took (its `reply` was refused) with an `Error`."""
         async with self._lock(run.run_id):
             data = {"error": error, "error_class": None}
-            return await self._end(run, [], ERROR, data, RunStatus.FAILED)
+            return await self._end(run, ERROR, data, RunStatus.FAILED)
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -348,9 +347,9 @@ class RunLifecycle:
                 del self._locks[key]
         return lock
 
-    async def _current(self, run: Run, event: Event) -> Run | None:
+    def _current(self, run: Run, event: Event) -> Run | None:
         """The run as it is now, if `event` is about its current attempt and it is active."""
-        current = await asyncio.to_thread(self.store.get, run.run_id)
+        current = self.store.get(run.run_id)
         if current is None or not current.active:
             return None
         if event.data.get("chat_request_id", current.upstream_request_id) != (
@@ -359,17 +358,10 @@ class RunLifecycle:
             return None  # a late event of an attempt that was cancelled or superseded
         return current
 
-    async def _events(self, run: Run) -> list[Event]:
-        events: list[Event] = []
-        while True:
-            batch = await self.log.aread(
-                events[-1].seq if events else 0, None, READ_BATCH, run_id=run.run_id
-            )
-            events.extend(batch)
-            if len(batch) < READ_BATCH:
-                return events
+    def _events(self, run: Run) -> list[Event]:
+        return read_all(self.log, run.run_id)
 
-    async def _ask_guards(self, run: Run, events: list[Event]) -> list[GuardVeto]:
+    async def _ask_guards(self, run: Run, events: Sequence[Event]) -> list[GuardVeto]:
         answers = await self._ask("finish_guard", run=run, events=events)
         return [answer for answer in answers or () if isinstance(answer, GuardVeto)]
 
@@ -390,3 +382,47 @@ class RunLifecycle:
 
     async def stop(self) -> None:
         await self.billing.stop()
+
+
+def read_all(log: EventLog, run_id: str, types: Collection[str] = ()) -> list[Event]:
+    """Every event of the run (of `types`, if given), oldest first."""
+    events: list[Event] = []
+    while True:
+        after = events[-1].seq if events else 0
+        batch = log.read(after, None, READ_BATCH, run_id=run_id, types=types)
+        events.extend(batch)
+        if len(batch) < READ_BATCH:
+            return events
+
+
+class RunEvents(Sequence[Event]):
+    """A run's events as the finish guards get them: read when a guard first looks, in the
+    guard's thread, once for all of them; a guard that never looks costs no read."""
+
+    def __init__(self, log: EventLog, run_id: str) -> None:
+        self._log = log
+        self._run_id = run_id
+        self._events: list[Event] | None = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> list[Event]:
+        with self._lock:
+            if self._events is None:
+                self._events = read_all(self._log, self._run_id)
+            return self._events
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        return self._loaded()[index]
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._loaded())
+
+    def __repr__(self) -> str:
+        return f"RunEvents({self._run_id!r})"

@@ -9,6 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..exceptions import RecoveryUsed, RunConflict
+from ..log import EventLog
 from ..log.transaction import Transaction
 from .model import Attempt, AttemptKind, Bill, Run, RunStatus, SessionBinding
 from .tables import attempts, bills, runs, sessions
@@ -65,21 +66,73 @@ def _binding(row: Any) -> SessionBinding:
     return SessionBinding(row.stream, row.session_id, int(row.lifetime_start_seq))
 
 
+ACTIVE = RunStatus.ACTIVE.value
+# The reads made for every run, made once: they are compiled once per database driver.
+BINDING = sa.select(sessions).where(sessions.c.stream == sa.bindparam("stream"))
+BINDING_OF_SESSION = sa.select(sessions).where(sessions.c.session_id == sa.bindparam("session"))
+RUN = sa.select(runs).where(runs.c.run_id == sa.bindparam("run_id"))
+RUN_OF_REQUEST = (
+    sa.select(runs)
+    .join(attempts, attempts.c.run_id == runs.c.run_id)
+    .where(attempts.c.upstream_request_id == sa.bindparam("request_id"))
+)
+ACTIVE_RUNS = sa.select(runs).where(runs.c.status == ACTIVE).order_by(runs.c.created_at)
+ACTIVE_RUNS_OF_SESSION = ACTIVE_RUNS.where(runs.c.session_id == sa.bindparam("session"))
+ACTIVE_RUN_OF_STREAM = ACTIVE_RUNS.where(runs.c.stream == sa.bindparam("stream"))
+ATTEMPTS = (
+    sa.select(attempts)
+    .where(attempts.c.run_id == sa.bindparam("run_id"))
+    .order_by(attempts.c.number)
+)
+ATTEMPT_OF_REQUEST = sa.select(attempts).where(
+    attempts.c.upstream_request_id == sa.bindparam("request_id")
+)
+END = (
+    runs.update()
+    .where(runs.c.run_id == sa.bindparam("end_run_id"))
+    .where(runs.c.status == ACTIVE)
+    .values(status=sa.bindparam("end_status"), finished_at=sa.bindparam("end_at"))
+)
+BILL = bills.insert().values(
+    run_id=sa.bindparam("bill_run_id"),
+    idempotency_key=sa.bindparam("bill_key"),
+    stream=sa.bindparam("bill_stream"),
+    status=sa.bindparam("bill_status"),
+    usage=sa.bindparam("bill_usage"),
+    created_at=sa.bindparam("bill_created_at"),
+    tries=0,
+    next_try_at=sa.bindparam("bill_next_try_at"),
+)
+
+
 class RunStore:
-    def __init__(self, engine: sa.Engine) -> None:
+    """:param engine: where the rows are written (and read, without a `reader`).
+    :param reader: the log on the same database, whose own connections the frequent reads
+        use (no connection is opened per read).
+    """
+
+    def __init__(self, engine: sa.Engine, *, reader: EventLog | None = None) -> None:
         self.engine = engine
+        self.reader = reader
+
+    def _rows(self, statement: sa.Executable, params: dict[str, Any] | None = None) -> list[Any]:
+        if self.reader is not None:
+            return self.reader.select(statement, params)
+        with self.engine.connect() as conn:
+            return list(conn.execute(statement, params or {}))
+
+    def _first(self, statement: sa.Executable, params: dict[str, Any]) -> Any:
+        rows = self._rows(statement, params)
+        return rows[0] if rows else None
 
     # --- sessions --------------------------------------------------------------------------
 
     def binding(self, stream: str) -> SessionBinding | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(sessions).where(sessions.c.stream == stream)).first()
+        row = self._first(BINDING, {"stream": stream})
         return None if row is None else _binding(row)
 
     def binding_of_session(self, session_id: str) -> SessionBinding | None:
-        with self.engine.connect() as conn:
-            query = sa.select(sessions).where(sessions.c.session_id == session_id)
-            row = conn.execute(query).first()
+        row = self._first(BINDING_OF_SESSION, {"session": session_id})
         return None if row is None else _binding(row)
 
     def bind(self, stream: str, session_id: str) -> SessionBinding:
@@ -199,30 +252,24 @@ class RunStore:
         return current
 
     def attempts(self, run_id: str) -> list[Attempt]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(attempts).where(attempts.c.run_id == run_id).order_by(attempts.c.number)
-            )
-            return [_attempt(row) for row in rows]
+        return [_attempt(row) for row in self._rows(ATTEMPTS, {"run_id": run_id})]
 
     def attempt_of_request(self, request_id: str) -> Attempt | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(attempts).where(attempts.c.upstream_request_id == request_id)
-            ).first()
+        row = self._first(ATTEMPT_OF_REQUEST, {"request_id": request_id})
         return None if row is None else _attempt(row)
 
     def get(self, run_id: str) -> Run | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(runs).where(runs.c.run_id == run_id)).first()
+        row = self._first(RUN, {"run_id": run_id})
         return None if row is None else _run(row)
 
     def active_run(self, stream: str) -> Run | None:
-        return next(iter(self._select(runs.c.stream == stream, active=True)), None)
+        row = self._first(ACTIVE_RUN_OF_STREAM, {"stream": stream})
+        return None if row is None else _run(row)
 
     def active_runs(self, session_id: str | None = None) -> list[Run]:
-        where = sa.true() if session_id is None else runs.c.session_id == session_id
-        return self._select(where, active=True)
+        if session_id is None:
+            return [_run(row) for row in self._rows(ACTIVE_RUNS)]
+        return [_run(row) for row in self._rows(ACTIVE_RUNS_OF_SESSION, {"session": session_id})]
 
     def latest_run(self, session_id: str) -> Run | None:
         with self.engine.connect() as conn:
@@ -236,14 +283,14 @@ class RunStore:
 
     def by_upstream_request(self, request_id: str) -> Run | None:
         """The run one of whose attempts is goose's request `request_id`."""
-        attempt = self.attempt_of_request(request_id)
-        return None if attempt is None else self.get(attempt.run_id)
+        row = self._first(RUN_OF_REQUEST, {"request_id": request_id})
+        return None if row is None else _run(row)
 
     def end(self, run_id: str, status: RunStatus) -> bool:
         """Move an active run to `status`; False when it had already ended. For runs that
-        never reached goose: a run that did ends with its terminal event (`ending_rows`)."""
+        never reached goose: a run that did ends with its terminal event (`write_ending`)."""
         with self.engine.begin() as conn:
-            result = conn.execute(end_statement(run_id, status))
+            result = conn.execute(END, end_params(run_id, status))
         return bool(result.rowcount)
 
     # --- bills -----------------------------------------------------------------------------
@@ -314,21 +361,9 @@ class RunStore:
             )
         return bool(result.rowcount)
 
-    def _select(self, where: Any, *, active: bool = False) -> list[Run]:
-        query = sa.select(runs).where(where)
-        if active:
-            query = query.where(runs.c.status == RunStatus.ACTIVE.value)
-        with self.engine.connect() as conn:
-            return [_run(row) for row in conn.execute(query.order_by(runs.c.created_at))]
 
-
-def end_statement(run_id: str, status: RunStatus) -> sa.Update:
-    return (
-        runs.update()
-        .where(runs.c.run_id == run_id)
-        .where(runs.c.status == RunStatus.ACTIVE.value)
-        .values(status=status.value, finished_at=time.time())
-    )
+def end_params(run_id: str, status: RunStatus) -> dict[str, Any]:
+    return {"end_run_id": run_id, "end_status": status.value, "end_at": time.time()}
 
 
 def write_ending(
@@ -342,18 +377,16 @@ def write_ending(
     """In the transaction of the run's terminal event: its status and, when it is billed, its
     bill, to be delivered after the commit. Other processes' scans leave the bill alone until
     `others_from` (epoch seconds): the process that ended the run delivers it first."""
-    transaction.execute(end_statement(run.run_id, status))
+    transaction.execute(END, end_params(run.run_id, status))
     if usage is None:
         return
-    transaction.execute(
-        bills.insert().values(
-            run_id=run.run_id,
-            idempotency_key=idempotency_key(run.run_id),
-            stream=run.stream,
-            status=status.value,
-            usage=json.dumps(usage),
-            created_at=time.time(),
-            tries=0,
-            next_try_at=others_from,
-        )
-    )
+    bill = {
+        "bill_run_id": run.run_id,
+        "bill_key": idempotency_key(run.run_id),
+        "bill_stream": run.stream,
+        "bill_status": status.value,
+        "bill_usage": json.dumps(usage),
+        "bill_created_at": time.time(),
+        "bill_next_try_at": others_from,
+    }
+    transaction.execute(BILL, bill)

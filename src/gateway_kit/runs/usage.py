@@ -14,6 +14,8 @@ from typing import Any
 from ..log import Event
 from .events import UPSTREAM_FINISH
 
+MESSAGE_USAGE = "MessageUsage"
+COUNTED = frozenset({MESSAGE_USAGE, UPSTREAM_FINISH})
 TOKENS = {
     "inputTokens": "input_tokens",
     "outputTokens": "output_tokens",
@@ -48,9 +50,11 @@ def run_usage(events: Iterable[Event], attempts: int) -> dict[str, Any]:
     finishes: list[tuple[str, Mapping[str, Any]]] = []
     token_state: Mapping[str, Any] | None = None
     for event in events:
+        if event.type not in COUNTED:
+            continue  # only these are decoded: a long run has thousands of other events
         data = event.data
         request = str(data.get("chat_request_id", ""))
-        if event.type == "MessageUsage" and isinstance(data.get("usage"), Mapping):
+        if event.type == MESSAGE_USAGE and isinstance(data.get("usage"), Mapping):
             usage = data["usage"]
             _add(totals, usage)
             if isinstance(usage.get("cost"), int | float):
