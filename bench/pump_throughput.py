@@ -1,13 +1,15 @@
 """Pump throughput: goose events per second from the fake goose into the log, through the
 session pump and the run lifecycle, against `EventLog.append_many` writing the same events.
 
-gateway_kit's side is a whole run as the gateway makes it, in process: `RunService.start`
-records the run and sends goose the reply, the pump reads the fake goose's event stream
-(`FakeGoose` in process, through `StreamingASGITransport` and httpx-sse) and appends each event
-as it comes, and the lifecycle asks five no-op `finish_guard`s before it appends the run's own
-`Finish` with its status and bill. Timed: from just before `RunService.start` to the commit of
-the run's terminal event (a commit listener of the log notes the time). The fake goose's own
-work, building and framing each event, runs on the same event loop and is part of that time.
+gateway_kit's side is a whole run as the gateway makes it, in process, with goose at full
+speed: `RunService.start` records the run and sends goose the reply, and the fake goose plays
+the whole turn into its replay buffer; then the session's pump starts, connects to the fake
+goose's event stream (`FakeGoose` in process, through `StreamingASGITransport` and httpx-sse),
+which sends the buffered turn at once, and appends the events as they are parsed; the
+lifecycle asks five no-op `finish_guard`s before it appends the run's own `Finish` with its
+status and bill. Timed: from starting the pump to the commit of the run's terminal event (a
+commit listener of the log notes the time): connecting, parsing every frame, routing it to
+its run, writing it, and the lifecycle.
 
 The baselines write the same event dicts (the run's events as the pump stored them:
 `RunStarted`, every goose event, `UpstreamFinish`, the run's `Finish`) into a fresh log file
@@ -16,8 +18,8 @@ of the same backend, JSON-encoding them inside the timed part:
 - ``append_many``: one call per run, all its events in one transaction (the goal);
 - ``append``: one call per event from one thread, each its own commit;
 - ``aappend``: one awaited call per event from the event loop (the pump's own append path);
-- goose alone: the fake goose streaming the same turn to a `GooseEventStream` that appends
-  nothing (what generating, framing and parsing the events costs by itself).
+- goose alone: the fake goose sending the same buffered turn to a `GooseEventStream` that
+  appends nothing (what connecting and parsing the events costs by itself).
 
 Each round measures every side, in an order reversed every other round; the ratios are medians
 of per-round ratios. The fake goose's replay buffer and subscriber queue are sized to hold a
@@ -164,9 +166,13 @@ async def pump_side(
     seconds = cpu = 0.0
     stored: list[list[dict[str, Any]]] = []
     try:
+        pump = gateway.pumps.ensure
+        gateway.pumps.ensure = lambda session_id: None  # type: ignore[method-assign]
         for _ in range(runs):
-            cpu_start, start = time.process_time(), time.perf_counter()
             run = await gateway.runs.start(STREAM, MESSAGE)
+            await fake.wait_idle()  # goose has played the whole turn into its buffer
+            cpu_start, start = time.process_time(), time.perf_counter()
+            pump(run.session_id)
             ended = await ends.wait(run.run_id)
             seconds += ended - start
             cpu += time.process_time() - cpu_start
@@ -230,8 +236,9 @@ async def goose_alone(runs: int, events: int) -> float:
     try:
         for _ in range(runs):
             session_id = fake.create_session()
-            start = time.perf_counter()
             request_id = await upstream.reply(session_id, MESSAGE, str(uuid.uuid4()))
+            await fake.wait_idle()
+            start = time.perf_counter()
             seen = 0
             async with upstream.events(session_id, None) as frames:
                 async for frame in frames:
@@ -241,7 +248,6 @@ async def goose_alone(runs: int, events: int) -> float:
             seconds += time.perf_counter() - start
             if seen != events:
                 raise RuntimeError(f"goose alone: read {seen} of {events} events")
-            await fake.wait_idle()
     finally:
         await client.aclose()
     return seconds

@@ -130,3 +130,33 @@ def test_rule5_a_new_round_resumes_after_the_previous_rounds_finish(log_url: str
             assert goose_ids(h.events()) == sorted(set(goose_ids(h.events())))
 
     asyncio.run(main())
+
+
+def test_events_that_arrive_together_are_written_together(sqlite_url: str) -> None:
+    """A burst goose sends at once (its replay of a finished turn) costs a few commits, not one
+    per event; every event is still written once, in goose's order."""
+
+    async def main() -> None:
+        async with harness(sqlite_url, replay_buffer_size=2000) as h:
+            commits: list[int] = []
+            remove = h.log.add_commit_listener(lambda token, events: commits.append(len(events)))
+            h.runs.pumps.ensure = lambda session_id: None  # type: ignore[method-assign]
+            chunks = [f"word{i} " for i in range(600)]
+            h.fake.script(h.session_id, Turn().text(*chunks))
+            run = await h.runs.start(STREAM, "go")
+            await h.fake.wait_idle()  # goose has the whole turn buffered
+            commits.clear()
+            pumps = h.new_pumps()
+            pumps.ensure(h.session_id)
+            await h.finished(run)
+            await pumps.stop()
+            remove()
+            events = h.events(run)
+            assert goose_ids(events) == list(range(1, 602))  # 600 chunks and goose's Finish
+            text = "".join(e.data["message"]["content"][0]["text"] for e in events
+                           if e.type == "Message")  # fmt: skip
+            assert text == "".join(chunks)
+            assert len(commits) < 20, commits  # the 600 messages in a handful of commits
+            assert max(commits) > 100
+
+    asyncio.run(main())

@@ -7,9 +7,10 @@ ids start again at 1 and the replay buffer is empty.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway_kit.types import JSONObject
 
@@ -37,6 +38,7 @@ class BusEvent:
     id: int
     request_id: str | None
     event: JSONObject
+    frame: bytes = field(init=False, repr=False, compare=False)  # the SSE frame goose sends
 
     def wire_json(self) -> JSONObject:
         """The JSON goose sends: `chat_request_id` added, `request_id` added where absent."""
@@ -45,6 +47,11 @@ class BusEvent:
             payload["chat_request_id"] = self.request_id
             payload.setdefault("request_id", self.request_id)
         return payload
+
+    def __post_init__(self) -> None:
+        # Serialized once, as it is published: sending it, live or replayed, costs no encoding.
+        text = json.dumps(self.wire_json(), ensure_ascii=False, separators=(",", ":"))
+        object.__setattr__(self, "frame", f"id: {self.id}\ndata: {text}\n\n".encode())
 
 
 class Subscription:

@@ -28,7 +28,7 @@ def _json(payload: JSONObject) -> str:
 
 
 def event_frame(event: BusEvent) -> bytes:
-    return f"id: {event.id}\ndata: {_json(event.wire_json())}\n\n".encode()
+    return event.frame
 
 
 def _anonymous_frame(payload: JSONObject) -> bytes:
@@ -59,8 +59,8 @@ async def serve_events(
         active = bus.active_request_ids()
         if active:
             await _body(send, _anonymous_frame({"type": "ActiveRequests", "request_ids": active}))
-        for event in replay:
-            await _body(send, event_frame(event))
+        if replay:  # what is buffered goes out at once, as fast as the connection takes it
+            await _body(send, b"".join(event_frame(event) for event in replay))
         if await _race(_live(subscription, send, ping_interval), _disconnected(receive)):
             await _body(send, b"", more=False)  # the stream ended on goose's side
     except OSError:

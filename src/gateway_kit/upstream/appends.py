@@ -73,16 +73,47 @@ class FrameAppender:
         self._runs: dict[str, Run | None] = {}
 
     async def append(self, stream: str, frame: UpstreamFrame) -> tuple[Run | None, Event]:
+        """Append one frame, under its run; the run (or None) and the event appended."""
         run = await self.run_for(frame.run_key)
-        run_id = None if run is None else run.run_id
-        kind = stored_type(frame.type)
-        upstream_id = None if frame.id is None else str(frame.id)
-        try:
-            event = await self.log.aappend(stream, kind, frame.data, run_id, upstream_id)
-        except InvalidEvent as exc:
-            body = dropped(frame, self.log.max_payload_bytes, str(exc))
-            event = await self.log.aappend(stream, PAYLOAD_DROPPED, body, run_id, upstream_id)
+        [event] = await asyncio.to_thread(self._write, [self._item(stream, frame, run)], [frame])
         return run, event
+
+    async def append_all(self, stream: str, frames: list[UpstreamFrame]) -> list[Event]:
+        """Append frames read one after another in one transaction (one commit for all)."""
+        items = []
+        for frame in frames:
+            key = frame.run_key
+            run = self._runs[key] if key in self._runs else await self.run_for(key)
+            items.append(self._item(stream, frame, run))
+        return await asyncio.to_thread(self._write, items, frames)
+
+    def _item(self, stream: str, frame: UpstreamFrame, run: Run | None) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "stream": stream,
+            "type": stored_type(frame.type),
+            "run_id": None if run is None else run.run_id,
+            "upstream_event_id": None if frame.id is None else str(frame.id),
+        }
+        if frame.raw:
+            item["data_json"] = frame.raw  # as goose sent it: not encoded a second time
+        else:
+            item["data"] = frame.data
+        return item
+
+    def _write(self, items: list[dict[str, Any]], frames: list[UpstreamFrame]) -> list[Event]:
+        try:
+            return self.log.append_many(items)
+        except InvalidEvent as exc:
+            if len(items) == 1:
+                return [self._replace(items[0], frames[0], str(exc))]
+        # One of them the log refuses: each on its own, that one replaced.
+        return [self._write([item], [frame])[0] for item, frame in zip(items, frames, strict=True)]
+
+    def _replace(self, item: dict[str, Any], frame: UpstreamFrame, reason: str) -> Event:
+        """What stands in for a frame the log refused: why, and how big it was."""
+        body = dropped(frame, self.log.max_payload_bytes, reason)
+        fields = {k: v for k, v in item.items() if k not in ("data", "data_json", "type")}
+        return self.log.append(type=PAYLOAD_DROPPED, data=body, **fields)
 
     async def run_for(self, request_id: str | None) -> Run | None:
         if request_id is None:

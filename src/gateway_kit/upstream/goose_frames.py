@@ -31,6 +31,7 @@ class UpstreamFrame:
     type: str
     data: JSONObject
     chat_request_id: str | None
+    raw: str = ""  # the JSON text as goose sent it, stored as is ("" when not known)
 
     @property
     def run_key(self) -> str | None:
@@ -61,6 +62,7 @@ def parse_frame(raw_id: str, data: str) -> UpstreamFrame:
         type=frame_type,
         data=payload,
         chat_request_id=chat_request_id if isinstance(chat_request_id, str) else None,
+        raw=data,
     )
 
 

@@ -45,6 +45,8 @@ from ..runs.store import RunStore
 from .appends import FrameAppender
 from .goose import GooseUpstream
 from .goose_events import GooseEventStream
+from .goose_frames import UpstreamFrame
+from .prefetch import ReadAhead
 from .translator import is_duplicate, plan_resume
 
 logger = logging.getLogger("gateway_kit.upstream")
@@ -52,6 +54,7 @@ logger = logging.getLogger("gateway_kit.upstream")
 LOST_RUN_ERROR = "the upstream lost this run: goose no longer knows request {request_id}"
 UNREACHABLE_ERROR = "the upstream stayed unreachable for {seconds:g} s; the run was abandoned"
 RECOVERED_TYPE = "UpdateConversation"
+MAX_BATCH = 1000  # frames written in one transaction at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,24 +213,48 @@ class SessionPump:
         check_gap: bool,
         listed: set[str],
     ) -> bool:
+        ahead = ReadAhead(frames)
+        try:
+            return await self._read_ahead(ahead, header, known, check_gap, listed)
+        finally:
+            await ahead.aclose()
+
+    async def _read_ahead(
+        self,
+        ahead: ReadAhead,
+        header: int | None,
+        known: int | None,
+        check_gap: bool,
+        listed: set[str],
+    ) -> bool:
         deadline: float | None = None  # set after an Error: wait this long for its Finish
-        iterator = frames.__aiter__()
+        pending: list[UpstreamFrame] = []  # read, to be written together
         while True:
+            if pending and not ahead.ready:
+                await asyncio.sleep(0)  # let what has arrived meanwhile be parsed first
+            if pending and (not ahead.ready or len(pending) >= MAX_BATCH):
+                async with ahead.paused():
+                    await self._write(pending)  # nothing more has arrived: write what has
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                frame = await asyncio.wait_for(iterator.__anext__(), timeout)
+                frame = await ahead.next(timeout)
             except StopAsyncIteration:
+                await self._write(pending)
                 return False
-            except TimeoutError:
+            except TimeoutError:  # only while nothing is pending: it was written first
                 if not await self._active_runs():
                     return True
                 deadline = None
                 continue
+            except Exception:  # the connection failed: what it brought before still counts
+                await self._write(pending)
+                raise
             if frame.id is None:  # rule 8: ActiveRequests never moves the cursor
                 if frame.type == "ActiveRequests":
                     listed.update(str(r) for r in frame.data.get("request_ids", []))
                 continue
             if known is not None and frame.id <= known:
+                await self._write(pending)  # what the comparison reads must be written
                 # goose replays only ids above the header within one lifetime; header-less, an
                 # id it already gave must name the very same event.
                 if header is None and await is_duplicate(
@@ -236,13 +263,18 @@ class SessionPump:
                     continue
                 raise GooseRestarted
             if check_gap and known is not None and frame.id > known + 1:
+                await self._write(pending)
                 await self._recover_conversation()
             check_gap = False
             known = frame.id
+            if frame.type not in ("Finish", "Error"):
+                pending.append(frame)
+                continue
+            await self._write(pending)
             if not self.lease.held:
                 raise LeaseLost
             run, event = await self.appender.append(self.binding.stream, frame)
-            if run is None or frame.type not in ("Finish", "Error"):
+            if run is None:
                 continue
             if frame.type == "Finish":
                 await self.lifecycle.upstream_finished(run, event)
@@ -252,6 +284,14 @@ class SessionPump:
             await self._check_bound()  # a recovery may have moved the stream to a new session
             if frame.type == "Finish" and not await self._active_runs():
                 return True
+
+    async def _write(self, frames: list[UpstreamFrame]) -> None:
+        if not frames:
+            return
+        if not self.lease.held:
+            raise LeaseLost
+        await self.appender.append_all(self.binding.stream, frames)
+        frames.clear()
 
     async def _check_bound(self) -> None:
         binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
