@@ -62,10 +62,11 @@ class LiveServer:
     def connection_to(self, client_port: int) -> TcpSocket | None:
         """The server's socket for the client at `client_port` (loopback), None if it has none.
 
-        Read from /proc/<pid>/net/tcp: the kernel's view, which also lists a socket the server
-        closed but the kernel still holds, with its unsent data (FIN_WAIT1).
+        Read from /proc/net/tcp (the server shares this process's network namespace): the
+        kernel's view, which also lists a socket the server closed, or left by exiting, that
+        the kernel still holds with its unsent data (FIN_WAIT1).
         """
-        table = Path(f"/proc/{self.process.pid}/net/tcp").read_text().splitlines()[1:]
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
         for line in table:
             # sl local_address rem_address st tx_queue:rx_queue ...; addresses are HEX_IP:HEX_PORT
             _, local, remote, state, queues, *_ = line.split()

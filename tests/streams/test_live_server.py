@@ -1,7 +1,7 @@
 """End to end over a real uvicorn process on a loopback port, on every log backend.
 
 What a client that stops reading leaves in the server is read from the kernel's table of the
-server's TCP sockets (/proc/<pid>/net/tcp), on uvicorn's two HTTP implementations and two loops.
+server's TCP sockets (/proc/net/tcp), on uvicorn's two HTTP implementations and two loops.
 """
 
 from __future__ import annotations
