@@ -10,11 +10,9 @@ deployment's plugins are asked before them. Any plugin can be blocked by name.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import inspect
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +30,9 @@ from .policy import CURRENT_CALL, CallProgress, HookFailed, Refused, guarded, lo
 
 # Threads for hooks that may block; a plugin stuck in one never holds up the log's readers.
 HOOK_THREADS = 8
+# Threads for the hooks of runs' lives (guards, recoveries, billing): enough that a few stuck
+# plugins leave the other runs theirs.
+LIFECYCLE_THREADS = 32
 
 ASYNC_HOOK = "plugin {name!r}: {attr} is async; gateway_kit hooks are synchronous (return an "
 ASYNC_HOOK += "object that does the async work instead)"
@@ -137,6 +138,7 @@ class Plugins:
         self._check_pending()
         self._configure(config or {})
         self._executor: ThreadPoolExecutor | None = None
+        self._lifecycle_executor: ThreadPoolExecutor | None = None
         # Asked for every request: with no resolver registered, not even pluggy is called.
         self._resolvers = bool(self.manager.hook.resolve_principal.get_hookimpls())
 
@@ -220,13 +222,14 @@ class Plugins:
         return answer is True
 
     async def call_in_thread(self, hook: str, *, timeout: float, **arguments: Any) -> Any:
-        """Call `hook` with `arguments` in a thread of its own; `TimeoutError` after `timeout`
+        """Call `hook` with `arguments` in a worker thread; `TimeoutError` after `timeout`
         seconds (the call goes on in its thread, and its answer is dropped), `HookFailed`
         when an implementation of a hook whose calls are made again (`bill_run`) raised.
 
-        For the hooks of a run's life, called once or a few times per run: a thread per call
-        costs little there, and a plugin that never returns holds only its own thread, never
-        a pool that other runs' calls would wait for.
+        For the hooks of a run's life, in a pool of their own (apart from the access hooks'):
+        a plugin that never returns holds one of its `LIFECYCLE_THREADS` threads, and the
+        other runs go on in the others. Threads are kept, so that what they read keeps its
+        connection.
         """
         progress = CallProgress()
         caller = getattr(self.manager.hook, hook)
@@ -235,9 +238,10 @@ class Plugins:
             CURRENT_CALL.set(progress)
             return caller(**arguments)
 
+        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
-                answer = await in_own_thread(_in_context(call), name=f"gateway-kit-{hook}")
+                answer = await loop.run_in_executor(self._lifecycle_threads(), _in_context(call))
         except TimeoutError:
             logger.error(SLOW_HOOK, progress.plugin, hook, timeout)
             raise
@@ -248,6 +252,13 @@ class Plugins:
     def implements(self, hook: str) -> bool:
         return bool(getattr(self.manager.hook, hook).get_hookimpls())
 
+    def _lifecycle_threads(self) -> ThreadPoolExecutor:
+        if self._lifecycle_executor is None:
+            self._lifecycle_executor = ThreadPoolExecutor(
+                LIFECYCLE_THREADS, thread_name_prefix="gateway-kit-lifecycle"
+            )
+        return self._lifecycle_executor
+
     def _threads(self) -> ThreadPoolExecutor:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(HOOK_THREADS, thread_name_prefix="gateway-kit-hook")
@@ -257,31 +268,3 @@ class Plugins:
 def _in_context(function: Any) -> Any:
     context = contextvars.copy_context()
     return lambda: context.run(function)
-
-
-def in_own_thread(function: Callable[[], Any], *, name: str) -> asyncio.Future[Any]:
-    """`function()` in a new daemon thread, as a future of the running loop."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(result: Any, error: BaseException | None) -> None:
-        if future.done():  # the caller gave up waiting
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
-    def run() -> None:
-        result, error = None, None
-        try:
-            result = function()
-        except BaseException as exc:
-            error = exc
-        # A call that outlived its loop (the caller gave up, the server stopped) has nobody
-        # left to tell.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, result, error)
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-    return future

@@ -167,6 +167,7 @@ class RunLifecycle:
     # --- decisions ---------------------------------------------------------------------------
 
     async def _finished(self, run: Run) -> None:
+        """Decide after goose's Finish of the run's current request."""
         if run.cancel_requested:
             await self._end(run, FINISH, {"reason": "cancelled"}, RunStatus.CANCELLED)
             return
@@ -362,8 +363,7 @@ class RunLifecycle:
         return read_all(self.log, run.run_id)
 
     async def _ask_guards(self, run: Run, events: Sequence[Event]) -> list[GuardVeto]:
-        answers = await self._ask("finish_guard", run=run, events=events)
-        return [answer for answer in answers or () if isinstance(answer, GuardVeto)]
+        return vetoes_of(await self._ask("finish_guard", run=run, events=events))
 
     async def _ask(self, hook: str, **arguments: Any) -> Any:
         if not self.plugins.implements(hook):
@@ -382,6 +382,10 @@ class RunLifecycle:
 
     async def stop(self) -> None:
         await self.billing.stop()
+
+
+def vetoes_of(answers: Any) -> list[GuardVeto]:
+    return [answer for answer in answers or () if isinstance(answer, GuardVeto)]
 
 
 def read_all(log: EventLog, run_id: str, types: Collection[str] = ()) -> list[Event]:
