@@ -344,7 +344,7 @@ def main() -> None:
             print(f"  round {rnd + 1}/{args.rounds}: events/s {line}", flush=True)
 
     many.notes.append(
-        "timed: RunService.start to the commit of the run's Finish, fake goose included"
+        "timed: starting the pump to the commit of the run's Finish, goose's turn buffered"
     )
     ceiling = statistics.median(g / m for g, m in zip(alone.theirs, many.theirs, strict=True))
     many.notes.append(
