@@ -41,9 +41,10 @@ from typing import Any
 
 import httpx
 import uvicorn
+from _common import NoopGuard
 from _harness import PLAIN_STACK, Clients, machine_load, percentile
 
-from gateway_kit import Event, EventLog, Gateway, GooseUpstream, hookimpl
+from gateway_kit import Event, EventLog, Gateway, GooseUpstream
 from gateway_kit.gateway import ANONYMOUS_WARNING
 from gateway_kit.runs.events import FINISH, UPSTREAM_FINISH
 from gateway_kit.testing import DEFAULT_BASE_URL, FakeGoose, Turn
@@ -58,17 +59,6 @@ START_TIMEOUT = 20.0
 RUN_TIMEOUT = 30.0
 FIRST_DELAY = 0.08  # s from the reply to goose's first event: the pump has connected by then
 SETTLE = 0.05  # s after a run's end before the next starts: the pump and the bill are done
-
-
-class Guard:
-    """A finish guard that lets every run end."""
-
-    def __init__(self, number: int) -> None:
-        self.__name__ = f"guard-{number}"
-
-    @hookimpl
-    def finish_guard(self, run: Any, events: Any) -> None:
-        return None
 
 
 # --- what the server side notes ---------------------------------------------------------------
@@ -176,7 +166,7 @@ def measure(work: Path, args: argparse.Namespace, number: int) -> Latencies:
     gateway = Gateway(
         log=log,
         upstream=GooseUpstream(DEFAULT_BASE_URL, secret_key=fake.secret_key, client=client),
-        plugins=[Guard(i) for i in range(args.guards)],
+        plugins=[NoopGuard(i) for i in range(args.guards)],
         load_entry_points=False,  # exactly the built-ins and the guards
         allow_anonymous=True,
     )

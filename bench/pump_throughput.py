@@ -42,10 +42,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _common import Case, encode, print_table, rate
+from _common import Case, NoopGuard, encode, print_table, rate
 from _harness import machine_load
 
-from gateway_kit import Event, EventLog, Gateway, GooseUpstream, hookimpl
+from gateway_kit import Event, EventLog, Gateway, GooseUpstream
 from gateway_kit.runs.events import FINISH
 from gateway_kit.testing import DEFAULT_BASE_URL, FakeGoose, Turn
 
@@ -55,17 +55,6 @@ TEXT = "The quick brown fox jumps over the lazy dog while the cat watches from t
 WORDS = TEXT.split(" ")
 QUEUE_MARGIN = 64  # goose events the fake may hold beyond one run's
 RUN_TIMEOUT = 120.0  # seconds one run may take before the round is given up
-
-
-class Guard:
-    """A finish guard that lets every run end."""
-
-    def __init__(self, number: int) -> None:
-        self.__name__ = f"guard-{number}"
-
-    @hookimpl
-    def finish_guard(self, run: Any, events: Any) -> None:
-        return None
 
 
 def chunks(count: int) -> list[str]:
@@ -156,7 +145,7 @@ async def pump_side(
     gateway = Gateway(
         log=log,
         upstream=upstream,
-        plugins=[Guard(i) for i in range(guards)],
+        plugins=[NoopGuard(i) for i in range(guards)],
         load_entry_points=False,  # exactly the built-ins and the guards
     )
     assert gateway.runs is not None and gateway.pumps is not None

@@ -1,17 +1,21 @@
 """Gateway processes for multi-process tests: a module run with ``python -m``, serving on a
-free loopback port that it writes to the file named by its first argument."""
+free loopback port that it writes to the file named by its first argument (`serve_app` does
+that, in the process)."""
 
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import uvicorn
 
 from .waiting import wait_until
 
@@ -64,3 +68,13 @@ def gateway_process(module: str, *args: str, tmp: Path, name: str) -> Iterator[G
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def serve_app(app: Any, port_file: str) -> None:
+    """In a gateway process: serve `app` with uvicorn on a free loopback port, written to
+    `port_file` once it is bound, until the process is stopped."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    Path(port_file).write_text(str(sock.getsockname()[1]))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server.run(sockets=[sock])

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-import uvicorn
 from sqlalchemy.dialects import postgresql
 
 from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.lifecycle import LifecycleSettings
 
+from ..processes import serve_app
 from ..upstream.gateway_process import TAKEOVER
 
 DIE = "--die"
@@ -78,11 +76,7 @@ def main() -> None:
         pump_settings=TAKEOVER,
         lifecycle_settings=LifecycleSettings(billing=QUICK_BILLING),
     )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    Path(port_file).write_text(str(sock.getsockname()[1]))
-    server = uvicorn.Server(uvicorn.Config(gateway, log_level="warning", lifespan="on"))
-    server.run(sockets=[sock])
+    serve_app(gateway, port_file)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,12 @@ short leases so that a killed process's sessions are taken over quickly.
 
 from __future__ import annotations
 
-import socket
 import sys
-from pathlib import Path
-
-import uvicorn
 
 from gateway_kit import EventLog, Gateway, GooseUpstream
 from gateway_kit.upstream.pump import PumpSettings
+
+from ..processes import serve_app
 
 TAKEOVER = PumpSettings(lease_ttl=1.5, lost_run_grace=3.0, reconnect_delay=0.05)
 
@@ -30,11 +28,7 @@ def main() -> None:
         pump_settings=TAKEOVER,
         pump_scan_interval=0.3,
     )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    Path(port_file).write_text(str(sock.getsockname()[1]))
-    server = uvicorn.Server(uvicorn.Config(gateway, log_level="warning", lifespan="on"))
-    server.run(sockets=[sock])
+    serve_app(gateway, port_file)
 
 
 if __name__ == "__main__":

@@ -178,20 +178,8 @@ def prepare(
         size = len(data_json.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise InvalidEvent(f"data holds text that is not valid Unicode: {exc}") from exc
-    if size > max_payload_bytes:
-        raise PayloadTooLarge(
-            f"data is {size} bytes encoded, above the limit of {max_payload_bytes} bytes"
-        )
-    if isinstance(upstream_event_id, int) and not isinstance(upstream_event_id, bool):
-        upstream_event_id = str(upstream_event_id)
-    assert checked_stream is not None and checked_type is not None
-    return NewEvent(
-        stream=checked_stream,
-        type=checked_type,
-        data_json=data_json,
-        run_id=check_name("run_id", run_id, optional=True),
-        upstream_event_id=check_name("upstream_event_id", upstream_event_id, optional=True),
-    )
+    _check_size(size, max_payload_bytes)
+    return _new_event(checked_stream, checked_type, data_json, run_id, upstream_event_id)
 
 
 def prepare_json(
@@ -222,21 +210,30 @@ def prepare_json(
             upstream_event_id=upstream_event_id,
             max_payload_bytes=max_payload_bytes,
         )
-    # Every character takes at most 4 bytes: most texts need no encoding to be measured.
-    if len(data_json) * 4 > max_payload_bytes:
-        size = len(data_json.encode("utf-8"))
-        if size > max_payload_bytes:
-            raise PayloadTooLarge(
-                f"data is {size} bytes encoded, above the limit of {max_payload_bytes} bytes"
-            )
     checked_stream = check_name("stream", stream, optional=False)
     checked_type = check_name("type", type, optional=False)
-    assert checked_stream is not None and checked_type is not None
+    # Every character takes at most 4 bytes: most texts need no encoding to be measured.
+    if len(data_json) * 4 > max_payload_bytes:
+        _check_size(len(data_json.encode("utf-8")), max_payload_bytes)
+    return _new_event(checked_stream, checked_type, data_json, run_id, upstream_event_id)
+
+
+def _check_size(size: int, max_payload_bytes: int) -> None:
+    if size > max_payload_bytes:
+        raise PayloadTooLarge(
+            f"data is {size} bytes encoded, above the limit of {max_payload_bytes} bytes"
+        )
+
+
+def _new_event(
+    stream: str | None, type: str | None, data_json: str, run_id: object, upstream_event_id: object
+) -> NewEvent:
     if isinstance(upstream_event_id, int) and not isinstance(upstream_event_id, bool):
         upstream_event_id = str(upstream_event_id)
+    assert stream is not None and type is not None
     return NewEvent(
-        stream=checked_stream,
-        type=checked_type,
+        stream=stream,
+        type=type,
         data_json=data_json,
         run_id=check_name("run_id", run_id, optional=True),
         upstream_event_id=check_name("upstream_event_id", upstream_event_id, optional=True),
