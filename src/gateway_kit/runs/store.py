@@ -76,6 +76,12 @@ RUN_OF_REQUEST = (
     .join(attempts, attempts.c.run_id == runs.c.run_id)
     .where(attempts.c.upstream_request_id == sa.bindparam("request_id"))
 )
+LATEST_RUN_OF_SESSION = (
+    sa.select(runs)
+    .where(runs.c.session_id == sa.bindparam("session"))
+    .order_by(runs.c.created_at.desc())
+    .limit(1)
+)
 ACTIVE_RUNS = sa.select(runs).where(runs.c.status == ACTIVE).order_by(runs.c.created_at)
 ACTIVE_RUNS_OF_SESSION = ACTIVE_RUNS.where(runs.c.session_id == sa.bindparam("session"))
 ACTIVE_RUN_OF_STREAM = ACTIVE_RUNS.where(runs.c.stream == sa.bindparam("stream"))
@@ -272,13 +278,7 @@ class RunStore:
         return [_run(row) for row in self._rows(ACTIVE_RUNS_OF_SESSION, {"session": session_id})]
 
     def latest_run(self, session_id: str) -> Run | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(runs)
-                .where(runs.c.session_id == session_id)
-                .order_by(runs.c.created_at.desc())
-                .limit(1)
-            ).first()
+        row = self._first(LATEST_RUN_OF_SESSION, {"session": session_id})
         return None if row is None else _run(row)
 
     def by_upstream_request(self, request_id: str) -> Run | None:
