@@ -270,9 +270,17 @@ class EventLog:
         *,
         run_id: str | None = None,
         types: Iterable[str] = (),
+        settled: bool = True,
     ) -> list[Event]:
         """Events with seq > `after`, ordered by seq, at most `limit` of them; with `types`,
-        only events of those types."""
+        only events of those types.
+
+        `settled=False` reads every committed event, also those a reader following the log by
+        cursor is not given yet (on PostgreSQL, while an older transaction may still commit
+        a smaller seq): for reading back a run's events once their writers are done with
+        them, which such a cursor read could miss for as long as any other transaction on
+        the server runs.
+        """
         after = check_cursor(after)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidCursor(f"limit must be a positive integer, got {limit!r}")
@@ -280,7 +288,7 @@ class EventLog:
         if any(not isinstance(t, str) for t in wanted):
             raise TypeError(f"types must be strings, got {wanted!r}")
         self._check_open()
-        return self._backend.read(after, stream, run_id, limit, wanted)
+        return self._backend.read(after, stream, run_id, limit, wanted, settled)
 
     async def aread(
         self,
@@ -290,8 +298,9 @@ class EventLog:
         *,
         run_id: str | None = None,
         types: Iterable[str] = (),
+        settled: bool = True,
     ) -> list[Event]:
-        read = functools.partial(self.read, run_id=run_id, types=tuple(types))
+        read = functools.partial(self.read, run_id=run_id, types=tuple(types), settled=settled)
         return await asyncio.to_thread(read, after, stream, limit)
 
     def last_seq(self, stream: str | None = None) -> int:

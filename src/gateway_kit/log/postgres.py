@@ -195,8 +195,9 @@ class PostgresBackend:
         run_id: str | None,
         limit: int,
         types: tuple[str, ...] = (),
+        settled: bool = True,
     ) -> list[Event]:
-        sql = select_sql(stream, run_id, "%s", SETTLED, types)
+        sql = select_sql(stream, run_id, "%s", SETTLED if settled else "true", types)
         rows = self._fetch(sql, select_params(after, stream, run_id, limit, types))
         return [Event(*r) for r in rows]
 

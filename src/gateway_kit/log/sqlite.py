@@ -186,7 +186,9 @@ class SQLiteBackend:
         run_id: str | None,
         limit: int,
         types: tuple[str, ...] = (),
+        settled: bool = True,
     ) -> list[Event]:
+        # Every commit is readable at once here: what is committed is settled.
         sql = select_sql(stream, run_id, "?", types=types)
         params = select_params(after, stream, run_id, limit, types)
         return [Event(*r) for r in self._fetch(sql, params)]

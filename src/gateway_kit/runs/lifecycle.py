@@ -210,7 +210,7 @@ class RunLifecycle:
     ) -> None:
         request_id = str(uuid.uuid4())
         await self._cancel_current(run)
-        run = await asyncio.to_thread(
+        following = await asyncio.to_thread(
             lambda: self.store.add_attempt(
                 run,
                 request_id=request_id,
@@ -219,6 +219,10 @@ class RunLifecycle:
                 reason="; ".join(reasons),
             )
         )
+        if following is None:
+            await self._stopped_meanwhile(run)
+            return
+        run = following
         started = {"attempt": run.attempt, "reasons": reasons, "missing": missing, "prompt": prompt}
         await self.log.aappend(run.stream, FOLLOW_UP_STARTED, started, run_id=run.run_id)
         try:
@@ -248,7 +252,7 @@ class RunLifecycle:
             return False
         request_id = str(uuid.uuid4())
         try:
-            run = await asyncio.to_thread(
+            retrying = await asyncio.to_thread(
                 lambda: self.store.add_attempt(
                     run,
                     request_id=request_id,
@@ -261,6 +265,10 @@ class RunLifecycle:
         except RecoveryUsed:
             logger.info("run %s: recovery %r was already used", run.run_id, plan.kind)
             return False
+        if retrying is None:
+            await self._stopped_meanwhile(run)
+            return True
+        run = retrying
         if plan.clean_session:
             # From here on the conversation lives in the new session; goose ids of the old
             # one are never sent to it.
@@ -289,6 +297,13 @@ class RunLifecycle:
         if plan.clean_session and self.pumps is not None:
             self.pumps.ensure(session_id)
         return True
+
+    async def _stopped_meanwhile(self, run: Run) -> None:
+        """The run was cancelled (or ended) while its guards or planners were asked: no next
+        attempt; a cancelled run ends as cancelled."""
+        current = await asyncio.to_thread(self.store.get, run.run_id)
+        if current is not None and current.active:
+            await self._end(current, FINISH, {"reason": "cancelled"}, RunStatus.CANCELLED)
 
     async def _cancel_current(self, run: Run) -> None:
         try:
@@ -389,11 +404,12 @@ def vetoes_of(answers: Any) -> list[GuardVeto]:
 
 
 def read_all(log: EventLog, run_id: str, types: Collection[str] = ()) -> list[Event]:
-    """Every event of the run (of `types`, if given), oldest first."""
+    """Every committed event of the run (of `types`, if given), oldest first: its writers have
+    committed what is decided on, which a reader by cursor may not be given yet."""
     events: list[Event] = []
     while True:
         after = events[-1].seq if events else 0
-        batch = log.read(after, None, READ_BATCH, run_id=run_id, types=types)
+        batch = log.read(after, None, READ_BATCH, run_id=run_id, types=types, settled=False)
         events.extend(batch)
         if len(batch) < READ_BATCH:
             return events
