@@ -111,6 +111,10 @@ BILL = bills.insert().values(
 )
 
 
+class _NotGoingOn(Exception):
+    """The run ended or was asked to stop: its next attempt is not recorded."""
+
+
 class RunStore:
     """:param engine: where the rows are written (and read, without a `reader`).
     :param reader: the log on the same database, whose own connections the frequent reads
@@ -222,8 +226,9 @@ class RunStore:
         kind: AttemptKind,
         recovery: str | None = None,
         reason: str | None = None,
-    ) -> Run:
-        """Record the run's next attempt and make it the current one.
+    ) -> Run | None:
+        """Record the run's next attempt and make it the current one; None, recording nothing,
+        when the run has ended or a cancel was asked for meanwhile (in any process).
 
         `RecoveryUsed` when the run already had a recovery of this kind (in any process): the
         database keeps each kind's budget of one.
@@ -234,6 +239,15 @@ class RunStore:
                     sa.select(sa.func.max(attempts.c.number)).where(attempts.c.run_id == run.run_id)
                 ).scalar_one()
                 number = (number or 0) + 1
+                moved_on = conn.execute(
+                    runs.update()
+                    .where(runs.c.run_id == run.run_id)
+                    .where(runs.c.status == ACTIVE)
+                    .where(runs.c.cancel_requested == sa.false())
+                    .values(attempt=number, upstream_request_id=request_id, session_id=session_id)
+                )
+                if not moved_on.rowcount:
+                    raise _NotGoingOn
                 conn.execute(
                     attempts.insert().values(
                         run_id=run.run_id,
@@ -246,16 +260,11 @@ class RunStore:
                         started_at=time.time(),
                     )
                 )
-                conn.execute(
-                    runs.update()
-                    .where(runs.c.run_id == run.run_id)
-                    .values(attempt=number, upstream_request_id=request_id, session_id=session_id)
-                )
+        except _NotGoingOn:
+            return None
         except sa.exc.IntegrityError as exc:
             raise RecoveryUsed(f"run {run.run_id!r} already had a {recovery!r} recovery") from exc
-        current = self.get(run.run_id)
-        assert current is not None
-        return current
+        return self.get(run.run_id)
 
     def attempts(self, run_id: str) -> list[Attempt]:
         return [_attempt(row) for row in self._rows(ATTEMPTS, {"run_id": run_id})]
@@ -342,13 +351,20 @@ class RunStore:
                 .values(delivered_at=time.time(), claimed_until=None, last_error=None)
             )
 
-    def bill_failed(self, run_id: str, holder: str, error: str, retry_at: float) -> None:
+    def bill_failed(
+        self, run_id: str, holder: str, error: str, retry_at: float, keep_claim: bool = False
+    ) -> None:
+        """Record a failed delivery; the next try after `retry_at` (and, with `keep_claim`,
+        not before this holder's claim runs out)."""
+        values: dict[str, Any] = {"next_try_at": retry_at, "last_error": error}
+        if not keep_claim:
+            values["claimed_until"] = None
         with self.engine.begin() as conn:
             conn.execute(
                 bills.update()
                 .where(bills.c.run_id == run_id)
                 .where(bills.c.claimed_by == holder)
-                .values(claimed_until=None, next_try_at=retry_at, last_error=error)
+                .values(**values)
             )
 
     def request_cancel(self, run_id: str) -> bool:
