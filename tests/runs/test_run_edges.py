@@ -7,11 +7,15 @@ import asyncio
 import itertools
 import logging
 import threading
+import time
 from typing import Any
 
+import psycopg
 import pytest
 
 from gateway_kit import Event, EventLog, GuardVeto, RecoveryPlan, hookimpl
+from gateway_kit.log.postgres import conninfo
+from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.lifecycle import LifecycleSettings
 from gateway_kit.runs.store import RunStore
 from gateway_kit.testing import FakeGoose, Turn
@@ -20,8 +24,9 @@ from gateway_kit.upstream.goose_frames import UpstreamFrame
 from gateway_kit.upstream.pump import PumpSettings
 from gateway_kit.upstream.translator import is_duplicate
 
+from ..conftest import PG_URL
 from ..upstream.harness import FAST, STREAM, harness, until
-from .test_lifecycle import Recoveries, VetoOnce, run_types, terminal_count
+from .test_lifecycle import Ledger, Recoveries, VetoOnce, run_types, terminal_count
 from .test_routes import bound_session, gateway_client, sse_events, start_run, wait_status
 
 MIB = 1024 * 1024
@@ -351,3 +356,103 @@ def test_a_cancel_during_a_follow_up_ends_the_run_cancelled_without_asking_again
         assert events[-1].data["status"] == "cancelled"
 
     asyncio.run(main())
+
+
+def test_a_run_ends_and_bills_from_all_it_wrote_while_other_transactions_run(
+    pg_url: str,
+) -> None:
+    """On PostgreSQL a reader by cursor is not given events while an older transaction runs
+    anywhere on the server; the lifecycle's guards and the bill still see the whole run."""
+    ledger = Ledger()
+    guard = VetoOnce()
+
+    async def main() -> None:
+        async with harness(pg_url, plugins=[ledger, guard]) as h:
+            h.fake.script(h.session_id, Turn().text("a").usage(10, 5), Turn().text("b").usage(7, 3))
+            with psycopg.connect(conninfo(PG_URL), autocommit=False) as other:
+                other.execute("SELECT pg_current_xact_id()")  # a transaction with an id, open
+                run = await h.runs.start(STREAM, "go")
+                await h.until(lambda: not h.store.get(run.run_id).active)  # type: ignore[union-attr]
+                await h.until(lambda: ledger.calls)
+                other.rollback()
+            [(_, _, usage)] = ledger.calls
+            assert (usage["input_tokens"], usage["output_tokens"]) == (17, 8)
+            # The guards saw goose's Finish of each turn.
+            assert [calls.count("UpstreamFinish") for calls in guard.calls] == [1, 2]
+
+    asyncio.run(main())
+
+
+class HeldVeto(SlowGuard):
+    """Holds its run in the guard until let go, then vetoes."""
+
+    __name__ = "held-veto"
+
+    @hookimpl
+    def finish_guard(self, run: Any, events: list[Event]) -> GuardVeto:
+        self.entered.set()
+        self.release.wait(30)
+        return GuardVeto("not yet", missing=["the rest"])
+
+
+def test_a_cancel_while_the_guards_decide_starts_no_follow_up(log_url: str) -> None:
+    guard = HeldVeto("conv")
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake, plugins=[guard]) as (client, _, log):
+            run_id = await start_run(client, "go")
+            await until(guard.entered.is_set)  # goose said Finish; the guard is deciding
+            assert (await client.post(f"/gateway/runs/{run_id}/cancel")).status_code == 200
+            guard.release.set()  # the guard vetoes, but the run was cancelled meanwhile
+            shown = await wait_status(client, run_id, "cancelled")
+            types = run_types(log.read(run_id=run_id))
+
+        assert len(fake.reply_calls) == 1  # no follow-up went to goose
+        assert shown["attempt"] == 1 and "FollowUpStarted" not in types
+        assert terminal_count(types) == 1 and types[-1] == "Finish"
+
+    try:
+        asyncio.run(main())
+    finally:
+        guard.release.set()
+
+
+class SlowLedger:
+    """Its first delivery outlives the billing timeout; it notes when each delivery began."""
+
+    __name__ = "slow-ledger"
+
+    def __init__(self) -> None:
+        self.started: list[float] = []
+        self.release = threading.Event()
+
+    @hookimpl
+    def bill_run(self, run: Any, usage: Any, idempotency_key: str) -> None:
+        self.started.append(time.monotonic())
+        if len(self.started) == 1:
+            self.release.wait(10)
+
+
+def test_a_delivery_that_timed_out_keeps_its_claim_so_none_runs_beside_it(
+    sqlite_url: str,
+) -> None:
+    ledger = SlowLedger()
+    billing = BillingSettings(claim_ttl=1.0, timeout=0.1, retry_delay=0.01, scan_interval=0.02)
+    settings = LifecycleSettings(billing=billing)
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        options: dict[str, Any] = {"plugins": [ledger], "lifecycle_settings": settings}
+        async with gateway_client(sqlite_url, fake, **options) as (client, gateway, _):
+            run_id = await start_run(client, "go")
+            await wait_status(client, run_id, "finished")
+            store = gateway.pumps.store  # type: ignore[union-attr]
+            await until(lambda: (b := store.bill(run_id)) is not None and b.delivered_at)
+
+    try:
+        asyncio.run(main())
+    finally:
+        ledger.release.set()
+    first, second = ledger.started[:2]
+    assert second - first >= billing.claim_ttl * 0.9  # not before the first claim ran out

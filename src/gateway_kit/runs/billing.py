@@ -77,9 +77,13 @@ class BillingOutbox:
             )
         except (HookFailed, TimeoutError, LookupError) as exc:
             delay = min(settings.retry_delay * 2 ** (bill.tries - 1), settings.max_retry_delay)
-            logger.warning("billing run %s failed (try %d): %s", run_id, bill.tries, exc)
+            reason = str(exc) or "bill_run did not answer in time"
+            logger.warning("billing run %s failed (try %d): %s", run_id, bill.tries, reason)
+            # A call that timed out may still be delivering: the claim stands until it runs
+            # out, so that no second delivery runs beside it.
+            keep_claim = isinstance(exc, TimeoutError)
             await asyncio.to_thread(
-                self.store.bill_failed, run_id, self.holder, str(exc), time.time() + delay
+                self.store.bill_failed, run_id, self.holder, reason, time.time() + delay, keep_claim
             )
             return False
         await asyncio.to_thread(self.store.bill_delivered, run_id, self.holder)

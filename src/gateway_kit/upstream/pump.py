@@ -139,14 +139,23 @@ class SessionPump:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
-            await asyncio.to_thread(self.lease.release)
+            try:
+                await asyncio.to_thread(self.lease.release)
+            except Exception:  # it runs out by itself; another process may take it then
+                logger.exception("releasing the lease of goose session %s failed", self.session_id)
         return True
 
     async def _keep_lease(self) -> None:
         while True:
             await asyncio.sleep(self.lease.ttl / 3)
-            if not await asyncio.to_thread(self.lease.acquire):
-                return
+            try:
+                if not await asyncio.to_thread(self.lease.acquire):
+                    return  # another process holds it now: the pump notices at its next write
+            except Exception:
+                # A database that fails once must not end the pump: renew again soon, while
+                # the lease still holds.
+                logger.warning("renewing the lease of goose session %s failed; trying again",
+                               self.session_id, exc_info=True)  # fmt: skip
 
     async def _pump(self) -> None:
         # Only a pump's first connection sends a header. After any drop goose may have
