@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 
@@ -104,3 +105,15 @@ def test_two_processes_ending_one_run_write_one_terminal_event(log_url: str) -> 
     finally:
         for log in logs:
             log.close()
+
+
+def test_the_async_twin_ends_a_run_once_too(notes: EventLog) -> None:
+    async def main() -> tuple[object, object]:
+        first = await notes.aend_run("conv", "Error", {"error": "x"}, run_id="r1",
+                                     also=note("r1", "failed"))  # fmt: skip
+        second = await notes.aend_run("conv", "Finish", run_id="r1")
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert first is not None and second is None
+    assert written_notes(notes) == [("r1", "failed")]

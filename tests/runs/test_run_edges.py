@@ -456,3 +456,21 @@ def test_a_delivery_that_timed_out_keeps_its_claim_so_none_runs_beside_it(
         ledger.release.set()
     first, second = ledger.started[:2]
     assert second - first >= billing.claim_ttl * 0.9  # not before the first claim ran out
+
+
+def test_a_run_the_log_already_ends_does_not_hold_its_stream(log_url: str) -> None:
+    """A row left active for a run whose end is in the log (written by a process that died
+    before it wrote the row, before both went in one transaction) is brought in line."""
+
+    async def main() -> None:
+        async with harness(log_url) as h:
+            h.fake.script(h.session_id, Turn().hang())
+            run = await h.runs.start(STREAM, "go")
+            h.log.append(STREAM, "Error", {"error": "ended elsewhere"}, run_id=run.run_id)
+            assert h.store.get(run.run_id).active  # type: ignore[union-attr]
+            await h.runs.cancel(run.run_id)  # frees goose's session for the next run
+            nxt = await h.runs.start(STREAM, "next")  # no 409: the log ended the first run
+            assert h.store.get(run.run_id).status.value == "failed"  # type: ignore[union-attr]
+            await h.finished(nxt)
+
+    asyncio.run(main())

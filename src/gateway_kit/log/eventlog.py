@@ -391,11 +391,6 @@ class EventLog:
         record = record_type(names)
         return [record(*row) for row in rows]
 
-    async def aselect(
-        self, statement: sa.Executable, params: Mapping[str, Any] | None = None
-    ) -> list[Any]:
-        return await asyncio.to_thread(self.select, statement, params)
-
     @property
     def engine(self) -> sa.Engine:
         """A SQLAlchemy engine on the log's database, for the tables that live beside it."""

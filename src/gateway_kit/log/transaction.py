@@ -80,9 +80,6 @@ class Result:
         self.rows = list(rows)
         self.rowcount = rowcount
 
-    def first(self) -> Any:
-        return self.rows[0] if self.rows else None
-
 
 @functools.lru_cache(maxsize=256)
 def record_type(names: tuple[str, ...]) -> Any:

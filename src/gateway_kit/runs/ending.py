@@ -7,9 +7,12 @@ ends it; a run written by the app itself has no row, only its events.
 
 from __future__ import annotations
 
+import asyncio
+
 from ..log import Event, EventLog
 from .events import ERROR
 from .model import Run, RunStatus
+from .store import RunStore
 
 
 async def terminal_event(log: EventLog, run: Run) -> Event | None:
@@ -21,3 +24,17 @@ def ending_status(event_type: str, *, cancel_requested: bool) -> RunStatus:
     if event_type == ERROR:
         return RunStatus.FAILED
     return RunStatus.CANCELLED if cancel_requested else RunStatus.FINISHED
+
+
+async def settle_ended(log: EventLog, store: RunStore, run: Run) -> bool:
+    """True when the log already ends the run; its row, if still active, is brought in line.
+
+    Rows written before a run's end was written with its terminal event (or by a process that
+    died between the two) can say active for a run the log has ended.
+    """
+    terminal = await terminal_event(log, run)
+    if terminal is None:
+        return False
+    status = ending_status(terminal.type, cancel_requested=run.cancel_requested)
+    await asyncio.to_thread(store.end, run.run_id, status)
+    return True

@@ -35,7 +35,7 @@ from ..log import Event, EventLog
 from ..log.transaction import Transaction
 from ..settings import DEFAULT_WORKING_DIR
 from .billing import BillingOutbox, BillingSettings
-from .ending import ending_status
+from .ending import settle_ended
 from .events import (
     ERROR,
     FINISH,
@@ -148,10 +148,7 @@ class RunLifecycle:
             current = await asyncio.to_thread(self.store.get, run.run_id)
             if current is None or not current.active:
                 return
-            end = await self.log.arun_end(run.run_id)
-            if end is not None:
-                status = ending_status(end.type, cancel_requested=current.cancel_requested)
-                await asyncio.to_thread(self.store.end, run.run_id, status)
+            if await settle_ended(self.log, self.store, current):
                 return
             for event in await asyncio.to_thread(self._events, current):
                 if event.data.get("chat_request_id") != current.upstream_request_id:

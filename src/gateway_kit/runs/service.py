@@ -11,7 +11,7 @@ from ..exceptions import InvalidEvent, RunConflict, RunNotFound, SessionBusy, Up
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_WORKING_DIR
-from .ending import ending_status, terminal_event
+from .ending import settle_ended
 from .events import CANCEL_REQUESTED, RUN_STARTED
 from .lifecycle import RunLifecycle
 from .model import Attempt, Run, RunStatus
@@ -94,13 +94,8 @@ class RunService:
         """`RunConflict` while the stream's run is active; a run whose terminal event is in the
         log has ended, even if the process that appended it has not recorded that yet."""
         active = await asyncio.to_thread(self.store.active_run, stream)
-        if active is None:
-            return
-        terminal = await terminal_event(self.log, active)
-        if terminal is None:
+        if active is not None and not await settle_ended(self.log, self.store, active):
             raise RunConflict(f"stream {stream!r} already has an active run")
-        status = ending_status(terminal.type, cancel_requested=active.cancel_requested)
-        await asyncio.to_thread(self.store.end, active.run_id, status)
 
     async def _refused(self, run: Run, exc: UpstreamError) -> None:
         # The client hears of it in the answer to its request: no recovery is tried.
