@@ -12,7 +12,11 @@ binds 127.0.0.1 on a free port, writes the port to PORT_FILE and serves KIND unt
 - ``gateway``: gateway_kit's `Gateway` over an `EventLog` in the SQLite file DB_FILE, wrapping a
   small Starlette app whose route appends with `EventLog.aappend` (a durable commit first).
 - ``hello-bare`` / ``hello-gateway``: one small Flask route, under bare `a2wsgi` or through
-  `Gateway`, with the same worker threads.
+  `Gateway`, with the same worker threads (``hello-gateway-cookie``: through a strict
+  `Gateway` that resolves every request's Flask session cookie).
+- ``socketio-bare``: a bare python-socketio server at ``/gateway/socket.io``, whose
+  ``subscribe`` joins a room per stream and whose ``POST /bench/append`` emits the event to
+  that room from memory (the same envelope shape as the gateway's).
 
 Appends go through HTTP routes of the server itself, ``POST /bench/append`` (JSON
 ``{"stream", "type", "data"}``) and ``POST /bench/fill`` (``{"stream", "count"}``: the server
@@ -228,7 +232,9 @@ def gateway_app(db_file: str) -> Gateway:
     )
     return Gateway(
         routes,
+        allow_anonymous=True,
         log=log,
+        ticket_rate=(1_000_000, 1.0),  # a client process connects hundreds at once
         wsgi=False,
         ping_interval=PING_INTERVAL,
         send_timeout=SEND_TIMEOUT,
@@ -240,8 +246,13 @@ def gateway_app(db_file: str) -> Gateway:
 # --- a plain Flask route, for the pass-through benchmark -----------------------------------
 
 
+# The hello app signs its session cookie with this; the cookie-identity gateway reads it.
+HELLO_SECRET_KEY = "bench-hello-secret"
+
+
 def hello_flask() -> Flask:
     app = Flask("hello")
+    app.config["SECRET_KEY"] = HELLO_SECRET_KEY
 
     @app.get("/hello")
     def hello() -> ResponseReturnValue:
@@ -254,11 +265,56 @@ def hello_gateway(db_file: str) -> Gateway:
     log = EventLog(f"sqlite:///{db_file}")
     return Gateway(
         hello_flask(),
+        allow_anonymous=True,
         log=log,
         wsgi_workers=WSGI_WORKERS,
         plugins=noop_plugins(),
         load_entry_points=False,  # exactly the built-ins and the no-op plugins
     )
+
+
+def hello_gateway_cookie(db_file: str) -> Gateway:
+    """The hello app through a strict `Gateway` that resolves the Flask session cookie of every
+    request (the built-in resolvers, ten no-op plugins beside them)."""
+    log = EventLog(f"sqlite:///{db_file}")
+    return Gateway(
+        hello_flask(),
+        log=log,
+        wsgi_workers=WSGI_WORKERS,
+        plugins=noop_plugins(),
+        load_entry_points=False,
+    )
+
+
+def socketio_bare() -> Any:
+    """python-socketio alone: rooms per stream, events emitted from memory."""
+    import socketio
+
+    sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins="*")
+    seqs = iter(range(1, 1 << 62))
+
+    async def subscribe(sid: str, data: Any) -> dict[str, bool]:
+        await sio.enter_room(sid, "stream:" + data["stream"])
+        return {"ok": True}
+
+    sio.on("subscribe", subscribe)
+
+    async def append(req: Request) -> JSONResponse:
+        body = await req.json()
+        envelope = {
+            "seq": next(seqs),
+            "stream": body["stream"],
+            "pos": 0,
+            "run_id": None,
+            "type": body["type"],
+            "data": body["data"],
+            "upstream_event_id": None,
+        }
+        await sio.emit("event", envelope, room="stream:" + body["stream"])
+        return JSONResponse({"seq": envelope["seq"]})
+
+    routes = Starlette(routes=[Route("/bench/append", append, methods=["POST"])])
+    return socketio.ASGIApp(sio, other_asgi_app=routes, socketio_path="gateway/socket.io")
 
 
 def build(kind: str, db_file: str | None) -> Any:
@@ -268,12 +324,16 @@ def build(kind: str, db_file: str | None) -> Any:
         return peer_app()
     if kind == "hello-bare":
         return WSGIMiddleware(hello_flask(), workers=WSGI_WORKERS)  # type: ignore[arg-type]
+    if kind == "socketio-bare":
+        return socketio_bare()
     if db_file is None:
         raise SystemExit(f"{kind} needs a database file")
     if kind == "gateway":
         return gateway_app(db_file)
     if kind == "hello-gateway":
         return hello_gateway(db_file)
+    if kind == "hello-gateway-cookie":
+        return hello_gateway_cookie(db_file)
     raise SystemExit(f"unknown server kind {kind!r}")
 
 

@@ -14,6 +14,9 @@ then one JSON line with what it measured.
   holding the connection open without reading, until a line arrives on stdin.
 - ``load``: `concurrency` httpx clients sending GET `url` back to back for `seconds` (the
   fallback load generator when wrk is not installed).
+- ``sockets``: `count` python-socketio clients of `base` over websocket, client k subscribed to
+  stream ``s<k mod streams>`` (with a one-time ticket first when `tickets` is set), tallied as
+  ``sse`` is; it says ``ready`` once all are connected and subscribed.
 - ``envelopes``: one httpx-sse subscriber of a gateway stream `url`, noting for every event the
   moment its envelope was parsed (``time.perf_counter()``, which on Linux is CLOCK_MONOTONIC,
   one clock for every process of the machine), its seq, type, run_id and upstream_event_id;
@@ -138,6 +141,54 @@ async def subscribers(job: Job) -> dict[str, Any]:
     return {**tally.result(), "late": len(late)}
 
 
+async def sockets(job: Job) -> dict[str, Any]:
+    import socketio
+
+    tally = Tally(job)
+    # Connects in flight, per process: the tickets of both processes stay under the per-user cap.
+    gate = asyncio.Semaphore(10)
+    finished: list[asyncio.Event] = []
+    clients: list[Any] = []
+
+    async def one(k: int, http: httpx.AsyncClient) -> None:
+        seen: set[int] = set()
+        done = asyncio.Event()
+        finished.append(done)
+        sio = socketio.AsyncClient(reconnection=False)
+        clients.append(sio)
+
+        async def on_event(envelope: dict[str, Any]) -> None:
+            if tally.take(envelope["data"], time.time(), seen):
+                tally.counts.append(len(seen))
+                done.set()
+
+        sio.on("event", on_event)
+        async with gate:
+            auth = None
+            if job["tickets"]:
+                answer = await http.post(f"{job['base']}/gateway/socket-tickets")
+                auth = {"ticket": answer.raise_for_status().json()["ticket"]}
+            await sio.connect(
+                job["base"], socketio_path="gateway/socket.io", auth=auth,
+                transports=["websocket"], wait_timeout=CONNECT_TIMEOUT,
+            )  # fmt: skip
+            ack = await sio.call("subscribe", {"stream": f"s{k % job['streams']}"}, timeout=30)
+            if not ack.get("ok"):
+                raise RuntimeError(f"subscribe refused: {ack}")
+
+    async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT) as http:
+        await asyncio.gather(
+            *(one(k, http) for k in range(job["first"], job["first"] + job["count"]))
+        )
+    print("ready", flush=True)
+    waiting = [asyncio.create_task(done.wait()) for done in finished]
+    _, late = await asyncio.wait(waiting, timeout=job["timeout"])
+    for task in late:
+        task.cancel()
+    await asyncio.gather(*(sio.disconnect() for sio in clients), return_exceptions=True)
+    return {**tally.result(), "late": len(late)}
+
+
 async def idle(job: Job) -> dict[str, Any]:
     head = (
         f"GET {job['path']} HTTP/1.1\r\nHost: {job['host']}:{job['port']}\r\n"
@@ -176,7 +227,8 @@ async def load(job: Job) -> dict[str, Any]:
                 errors += 1
 
     limits = httpx.Limits(max_connections=job["concurrency"])
-    async with httpx.AsyncClient(limits=limits, timeout=CONNECT_TIMEOUT) as client:
+    headers = job.get("headers") or {}
+    async with httpx.AsyncClient(limits=limits, timeout=CONNECT_TIMEOUT, headers=headers) as client:
         print("ready", flush=True)
         start = time.perf_counter()
         stop_at = start + job["seconds"]
@@ -220,6 +272,7 @@ MODES: dict[str, Callable[[Job], Coroutine[Any, Any, dict[str, Any]]]] = {
     "poll": subscribers,
     "idle": idle,
     "load": load,
+    "sockets": sockets,
     "envelopes": envelopes,
 }
 

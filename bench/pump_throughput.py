@@ -143,6 +143,7 @@ async def pump_side(
     client = fake.client()
     upstream = GooseUpstream(DEFAULT_BASE_URL, secret_key=fake.secret_key, client=client)
     gateway = Gateway(
+        allow_anonymous=True,
         log=log,
         upstream=upstream,
         plugins=[NoopGuard(i) for i in range(guards)],

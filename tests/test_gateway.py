@@ -53,20 +53,23 @@ def get(app: Any, path: str, method: str = "GET", **kwargs: Any) -> httpx.Respon
 
 
 def test_a_flask_app_is_mounted_through_a2wsgi(log: EventLog) -> None:
-    gateway = Gateway(flask_app(), log=log, wsgi_workers=2)
+    gateway = Gateway(flask_app(), log=log, wsgi_workers=2, allow_anonymous=True)
     assert gateway.wsgi
     assert get(gateway, "/hello").json() == {"from": "flask"}
 
 
 def test_a_plain_wsgi_callable_is_recognised_or_named(log: EventLog) -> None:
     assert is_wsgi(wsgi_function)
-    assert get(Gateway(wsgi_function, log=log), "/any").text == "plain wsgi"
-    assert get(Gateway(wsgi_function, log=log, wsgi=True), "/any").text == "plain wsgi"
+    assert get(Gateway(wsgi_function, log=log, allow_anonymous=True), "/any").text == "plain wsgi"
+    assert (
+        get(Gateway(wsgi_function, log=log, wsgi=True, allow_anonymous=True), "/any").text
+        == "plain wsgi"
+    )
 
 
 def test_an_app_of_unknown_kind_must_be_named(log: EventLog) -> None:
     with pytest.raises(TypeError, match="wsgi=True or wsgi=False"):
-        Gateway(lambda: None, log=log)
+        Gateway(lambda: None, log=log, allow_anonymous=True)
 
 
 def test_an_asgi_app_is_mounted_as_is_with_its_lifespan(log: EventLog) -> None:
@@ -82,7 +85,7 @@ def test_an_asgi_app_is_mounted_as_is_with_its_lifespan(log: EventLog) -> None:
         return JSONResponse({"from": "starlette"})
 
     inner = Starlette(routes=[Route("/hello", hello)], lifespan=lifespan)
-    gateway = Gateway(inner, log=log)
+    gateway = Gateway(inner, log=log, allow_anonymous=True)
     assert not gateway.wsgi
     assert get(gateway, "/hello").json() == {"from": "starlette"}
     assert run_lifespan(gateway) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
@@ -90,7 +93,7 @@ def test_an_asgi_app_is_mounted_as_is_with_its_lifespan(log: EventLog) -> None:
 
 
 def test_the_lifespan_is_answered_for_a_wsgi_app(log: EventLog) -> None:
-    gateway = Gateway(flask_app(), log=log)
+    gateway = Gateway(flask_app(), log=log, allow_anonymous=True)
     assert run_lifespan(gateway) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
 
 
@@ -124,7 +127,7 @@ def run_lifespan(app: Any) -> list[str]:
     ],
 )
 def test_errors_are_json(log: EventLog, method: str, path: str, status: int, code: str) -> None:
-    response = get(Gateway(log=log), path, method=method)
+    response = get(Gateway(log=log, allow_anonymous=True), path, method=method)
     assert response.status_code == status
     assert response.headers["content-type"] == "application/json"
     body = response.json()
@@ -135,7 +138,7 @@ def test_errors_are_json(log: EventLog, method: str, path: str, status: int, cod
 
 def test_the_prefix_is_the_gateways_and_the_rest_is_the_apps(log: EventLog) -> None:
     log.append("a/b", "Message", {})
-    gateway = Gateway(flask_app(), log=log, prefix="/gk/")
+    gateway = Gateway(flask_app(), log=log, prefix="/gk/", allow_anonymous=True)
     assert gateway.prefix == "/gk"
     page = get(gateway, "/gk/streams/a%2Fb/events", headers={"accept": "application/json"})
     assert [e["stream"] for e in page.json()["events"]] == ["a/b"]
@@ -147,7 +150,9 @@ def test_routes_sit_below_the_root_path(log: EventLog) -> None:
     log.append("conv", "Message", {})
 
     async def main() -> httpx.Response:
-        transport = httpx.ASGITransport(app=Gateway(log=log), root_path="/app")
+        transport = httpx.ASGITransport(
+            app=Gateway(log=log, allow_anonymous=True), root_path="/app"
+        )
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             return await client.get(
                 "/app/gateway/streams/conv/events", headers={"accept": "application/json"}
@@ -158,7 +163,7 @@ def test_routes_sit_below_the_root_path(log: EventLog) -> None:
 
 def test_a_bad_prefix_is_refused(log: EventLog) -> None:
     with pytest.raises(ValueError, match="prefix"):
-        Gateway(log=log, prefix="gateway")
+        Gateway(log=log, prefix="gateway", allow_anonymous=True)
 
 
 def test_allow_anonymous_warns_at_start_up(log: EventLog, caplog: pytest.LogCaptureFixture) -> None:
@@ -180,7 +185,9 @@ def test_a_websocket_without_a_wrapped_app_is_closed(log: EventLog) -> None:
         async def receive() -> Message:
             return {"type": "websocket.connect"}
 
-        await Gateway(log=log)({"type": "websocket", "path": "/ws"}, receive, send)
+        await Gateway(log=log, allow_anonymous=True)(
+            {"type": "websocket", "path": "/ws"}, receive, send
+        )
         return sent
 
     assert asyncio.run(main()) == [{"type": "websocket.close", "code": 1000}]
@@ -213,7 +220,7 @@ def test_app_middleware_observes_the_wrapped_apps_traffic_only(
     log.append("conv", "Message", {}, run_id="task-1")
     seen: list[tuple[str, int]] = []
     middleware = (StarletteMiddleware if starlette_style else Middleware)(Observer, seen=seen)
-    gateway = Gateway(flask_app(), log=log, app_middleware=[middleware])
+    gateway = Gateway(flask_app(), log=log, app_middleware=[middleware], allow_anonymous=True)
     assert get(gateway, "/hello").status_code == 200
     assert get(gateway, "/api/tasks/task-1").status_code == 200  # served from the log
     assert get(gateway, "/gateway/streams/conv/events", headers={"accept": "application/json"})
@@ -228,7 +235,11 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
 
     seen: list[tuple[str, int]] = []
     gateway = Gateway(
-        flask_app(), log=log, socketio=socketio, app_middleware=[Middleware(Observer, seen=seen)]
+        flask_app(),
+        allow_anonymous=True,
+        log=log,
+        socketio=socketio,
+        app_middleware=[Middleware(Observer, seen=seen)],
     )
     parts, app = [], gateway.stack
     while app is not None:
@@ -239,6 +250,7 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         "IdentityMiddleware",
         "StreamRoutes",
         "RunRoutes",
+        "TicketRoutes",
         "Mount",
         "PrefixNotFound",
         "LegacyTaskPoll",
@@ -265,7 +277,7 @@ def test_the_socketio_mount_gets_http_and_websocket_requests_over_a_real_server(
         await send({"type": "websocket.send", "text": "echo " + message["text"]})
         await send({"type": "websocket.close", "code": 1000})
 
-    gateway = Gateway(flask_app(), log=log, socketio=socketio)
+    gateway = Gateway(flask_app(), log=log, socketio=socketio, allow_anonymous=True)
 
     async def main(url: str) -> None:
         async with httpx.AsyncClient(base_url=url) as client:

@@ -86,9 +86,14 @@ async def client_for(app: Any) -> httpx.AsyncClient:
 def test_stream_routes_around_a_fastapi_app(log: EventLog) -> None:
     log.append("conv", "Message", {"text": "hi"})
     started: list[str] = []
-    app = StreamRoutes(fastapi_app(started), log=log)
+    alone = StreamRoutes(fastapi_app(started), log=log)
+    app = IdentityMiddleware(alone, allow_anonymous=True)
 
     async def main() -> None:
+        async with await client_for(alone) as client:
+            # Without an identity stage in front, nobody is anybody: reads need credentials.
+            refused = await client.get("/gateway/streams/conv/events", headers=JSON)
+            assert refused.status_code == 401 and refused.json()["error"] == "unauthenticated"
         async with await client_for(app) as client:
             assert (await client.get("/hello")).json() == {"from": "fastapi"}
             page = (await client.get("/gateway/streams/conv/events", headers=JSON)).json()
@@ -121,7 +126,8 @@ def test_stream_routes_pass_the_lifespan_on_and_watch_it(log: EventLog) -> None:
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
 
     async def after_shutdown() -> int | None:
-        request = await Request(app, "/gateway/streams/conv/events").run()
+        anonymous = IdentityMiddleware(app, allow_anonymous=True)
+        request = await Request(anonymous, "/gateway/streams/conv/events").run()
         return request.status
 
     assert asyncio.run(after_shutdown()) == 503  # its streams stopped with the app
@@ -134,12 +140,15 @@ def test_identity_around_a_starlette_app_puts_the_principal_in_the_scope(log: Ev
 
     plugins = Plugins([plugin("header-sso", resolve_principal=by_header)], load_entry_points=False)
     app = IdentityMiddleware(starlette_app(), plugins=plugins)
+    open_app = IdentityMiddleware(starlette_app(), plugins=plugins, allow_anonymous=True)
 
     async def main() -> None:
         async with await client_for(app) as client:
             assert (await client.get("/whoami", headers={"x-user": "ada"})).json() == {
                 "user": "ada"
             }
+            assert (await client.get("/whoami")).json() == {"user": None}  # the app decides
+        async with await client_for(open_app) as client:
             assert (await client.get("/whoami")).json() == {"user": "anonymous"}
 
     asyncio.run(main())
@@ -147,7 +156,7 @@ def test_identity_around_a_starlette_app_puts_the_principal_in_the_scope(log: Ev
 
 def test_the_legacy_poll_around_a_fastapi_app(log: EventLog) -> None:
     log.append("conv", "Message", {"text": "from the log"}, run_id="task-1")
-    app = LegacyTaskPoll(fastapi_app(), log=log)
+    app = IdentityMiddleware(LegacyTaskPoll(fastapi_app(), log=log), allow_anonymous=True)
 
     async def main() -> None:
         async with await client_for(app) as client:
@@ -194,7 +203,9 @@ def test_the_run_api_around_a_starlette_app(log: EventLog) -> None:
             store = RunStore(log.engine)
             pumps = PumpManager(log=log, store=store, upstream=upstream, settings=FAST)
             service = RunService(log=log, store=store, upstream=upstream, pumps=pumps)
-            app = RunRoutes(starlette_app(), service=service)
+            app = IdentityMiddleware(
+                RunRoutes(starlette_app(), service=service), allow_anonymous=True
+            )
             try:
                 async with await client_for(app) as client:
                     assert (await client.get("/hello")).text == "hi"
@@ -216,7 +227,11 @@ def test_the_run_api_around_a_starlette_app(log: EventLog) -> None:
 def test_a_stack_composed_by_hand_like_the_readme_shows(log: EventLog) -> None:
     log.append("conv", "Message", {"text": "hi"})
     plugins = Plugins(load_entry_points=False)
-    app = IdentityMiddleware(StreamRoutes(fastapi_app(), log=log, plugins=plugins), plugins=plugins)
+    app = IdentityMiddleware(
+        StreamRoutes(fastapi_app(), log=log, plugins=plugins),
+        plugins=plugins,
+        allow_anonymous=True,
+    )
 
     async def main() -> None:
         async with await client_for(app) as client:
@@ -231,7 +246,10 @@ def test_a_part_mounted_below_a_starlette_router_sees_its_own_root_path(log: Eve
     inner = StreamRoutes(starlette_app(), log=log)
     # An outer part reads the path first, relative to the server's root; Starlette's Mount then
     # moves the root below /api, and the inner part must read the path relative to that.
-    app = RunRoutes(Starlette(routes=[StarletteMount("/api", app=inner)]), service=None)
+    app = IdentityMiddleware(
+        RunRoutes(Starlette(routes=[StarletteMount("/api", app=inner)]), service=None),
+        allow_anonymous=True,
+    )
 
     async def main() -> None:
         async with await client_for(app) as client:

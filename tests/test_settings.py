@@ -60,7 +60,7 @@ def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(
     with pytest.raises(SettingsError, match=setting):
         GatewaySettings(**{setting: value})  # type: ignore[arg-type]
     with EventLog(sqlite_url) as log, pytest.raises(SettingsError, match=setting):
-        Gateway(log=log, **{setting: value})  # type: ignore[arg-type]
+        Gateway(log=log, **{setting: value}, allow_anonymous=True)  # type: ignore[arg-type]
 
 
 def test_every_gateway_setting_is_a_gateway_parameter() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Callable
 
@@ -23,9 +24,14 @@ async def until(
     failure: Callable[[], str] = lambda: "condition not met in time",
 ) -> None:
     """`wait_until` for a coroutine: checks every `interval`, fails at the deadline saying
-    `failure()`."""
+    `failure()`. `condition` may be a coroutine function (a check over HTTP)."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while True:
+        met = condition()
+        if inspect.isawaitable(met):
+            met = await met
+        if met:
+            return
         if time.monotonic() > deadline:
             raise AssertionError(failure())
         await asyncio.sleep(interval)

@@ -22,5 +22,6 @@ flask_app = create_app()
 # Step 2. Without this line the app keeps its events in its deques (step 1): it works either way.
 flask_app.config["EVENT_LOG"] = log
 
-# allow_anonymous: the demo's streams are readable without credentials (identity comes later).
-app = Gateway(flask_app, log=log, allow_anonymous=True)
+# Who reads what: the app's session cookie (read with its SECRET_KEY), API tokens made with
+# `gateway-kit tokens create USER`; each conversation is read by its owner only.
+app = Gateway(flask_app, log=log)

@@ -1,15 +1,37 @@
-"""The default answer of `authorize_subscription`: every principal may read every stream.
+"""The default answer of `authorize_subscription`: a stream is read by its owner only.
 
-Every other plugin is asked first (``trylast``); block this one
-(``Gateway(block_plugins=["default_authorization"])``) and a stream nobody else allows is
-refused.
+A stream's owner is the user who started its first run through the gateway, or the one the
+wrapped app declared (`gateway_kit.access.StreamOwners`). A stream without an owner is read by
+nobody, so that whoever writes to it first is never watched by someone who came before. The
+``anonymous`` principal (only with ``Gateway(allow_anonymous=True)``) reads everything.
+
+Every other plugin is asked first (``trylast``): a deployment's plugin shares conversations or
+lets admins in by answering ``True``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from gateway_kit import Principal, hookimpl
+from gateway_kit.access import StreamOwners
+from gateway_kit.hooks import PluginContext
 
 
-@hookimpl(trylast=True)
-def authorize_subscription(principal: Principal, stream: str) -> bool:
-    return True
+class DefaultAuthorization:
+    def __init__(self) -> None:
+        self.owners: StreamOwners | None = None
+
+    @hookimpl
+    def configure_plugin(self, config: Mapping[str, Any], context: PluginContext) -> None:
+        if context.log is not None:
+            self.owners = StreamOwners(context.log)
+
+    @hookimpl(trylast=True)
+    def authorize_subscription(self, principal: Principal, stream: str) -> bool:
+        if principal.anonymous:
+            return True
+        if self.owners is None:
+            return False
+        return self.owners.owner(stream) == principal.user_id

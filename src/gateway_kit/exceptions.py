@@ -10,6 +10,7 @@ The tree::
     │   │   └── PayloadTooLarge   encoded data above the configured limit
     │   ├── InvalidCursor         a cursor that is negative or not an integer
     │   └── LogClosed             the log was closed
+    ├── InvalidCredential         a user id, scope or token text that cannot be stored
     ├── RunError
     │   ├── RunConflict           the stream already has an active run (HTTP 409)
     │   ├── RecoveryUsed          the run already had a recovery of this kind
@@ -36,6 +37,10 @@ class SettingsError(GatewayKitError, ValueError):
 
 
 class PluginError(GatewayKitError):
+    pass
+
+
+class InvalidCredential(GatewayKitError, ValueError):
     pass
 
 

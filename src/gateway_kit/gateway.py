@@ -11,11 +11,14 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .hooks import Plugins
+from .access.logins import EndedLogins
+from .access.tickets import DEFAULT_RATE, DEFAULT_RATE_WINDOW, SocketTickets
+from .access.tickets import DEFAULT_TTL as DEFAULT_TICKET_TTL
+from .hooks import PluginContext, Plugins
 from .http.fallback import PrefixNotFound
 from .http.middleware import Middleware
 from .http.mount import Mount
-from .identity import IdentityMiddleware
+from .identity import FlaskSessionReader, IdentityMiddleware
 from .log import EventLog
 from .runs.lifecycle import LifecycleSettings, RunLifecycle
 from .runs.routes import RunRoutes
@@ -37,7 +40,11 @@ from .settings import (
     DEFAULT_WSGI_WORKERS,
     GatewaySettings,
 )
+from .sockets import PresenceRoutes, SocketServer
+from .sockets.server import DEFAULT_REDIS_CHANNEL
 from .streams import LegacyTaskPoll, StreamOptions, StreamRoutes, StreamService
+from .tickets import TicketRoutes
+from .tickets.routes import DEFAULT_LEGACY_SOCKET_TOKEN_PATH
 from .types import ASGIApp, Receive, Scope, Send
 from .upstream.goose import GooseUpstream
 from .upstream.pump import PumpSettings
@@ -47,6 +54,7 @@ from .wrapped import WrappedApp, is_wsgi
 logger = logging.getLogger("gateway_kit")
 
 SOCKETIO_PATH = "/socket.io"
+DEFAULT_TICKET_RATE = (DEFAULT_RATE, DEFAULT_RATE_WINDOW)
 ANONYMOUS_WARNING = (
     "allow_anonymous=True: requests without credentials are served as 'anonymous', allowed "
     "everything. Use this for demos and tests only."
@@ -64,9 +72,9 @@ class Gateway:
     :param upstream: the `GooseUpstream` runs go to; without one, starting a run is a 501.
     :param plugins: plugin modules or objects, registered after the installed ones.
     :param prefix: where the gateway's own routes live.
-    :param allow_anonymous: serve requests without credentials as ``anonymous``. Until identity
-        resolvers are installed every request is served anonymously; True also logs a warning
-        at start-up.
+    :param allow_anonymous: serve requests without credentials as ``anonymous``, who may read
+        every stream (and log a warning at start-up). By default every gateway route, and the
+        legacy task poll, needs a principal (401 otherwise).
     :param plugin_config: settings per plugin name, handed to each plugin's `configure_plugin`
         (a name no loaded plugin has is an error).
     :param load_entry_points: also load plugins of other installed distributions (the
@@ -74,8 +82,20 @@ class Gateway:
     :param block_plugins: names of plugins not to load, built-ins included.
     :param plugin_timeout: seconds an access decision of a plugin may take before it counts as
         a refusal.
-    :param socketio: an ASGI application served at ``{prefix}/socket.io`` (HTTP and websocket
-        requests, their paths unchanged).
+    :param socketio: an ASGI application to serve at ``{prefix}/socket.io`` (HTTP and
+        websocket requests, their paths unchanged) instead of the gateway's own Socket.IO
+        server (`gateway_kit.sockets.SocketServer`).
+    :param socket_origins: the browser origins allowed to open a Socket.IO connection; None
+        allows the gateway's own origin only.
+    :param socketio_redis_url: a Redis server through which several gateway processes share
+        Socket.IO's state (python-socketio's Redis manager); None for one process.
+    :param socketio_redis_channel: the Redis channel those processes share (one per
+        deployment on a shared Redis).
+    :param ticket_ttl: seconds a socket ticket stays valid.
+    :param ticket_rate: how many tickets one credential may ask for in how many seconds
+        (a 429 with ``Retry-After`` beyond).
+    :param legacy_socket_token_path: where the legacy socket-token endpoint lives (the legacy
+        answer's shape, a gateway ticket inside); None leaves that path to the app.
     :param app_middleware: middleware around the wrapped app only (an observer of its
         traffic), outermost first: `Middleware` objects or anything iterable as ``(cls, args,
         kwargs)``, such as Starlette's.
@@ -114,6 +134,12 @@ class Gateway:
         block_plugins: Iterable[str] = (),
         plugin_timeout: float = DEFAULT_PLUGIN_TIMEOUT,
         socketio: ASGIApp | None = None,
+        socket_origins: Sequence[str] | None = None,
+        socketio_redis_url: str | None = None,
+        socketio_redis_channel: str = DEFAULT_REDIS_CHANNEL,
+        ticket_ttl: float = DEFAULT_TICKET_TTL,
+        ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE,
+        legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
         app_middleware: Sequence[Iterable[Any]] = (),
         wsgi: bool | None = None,
         wsgi_workers: int = DEFAULT_WSGI_WORKERS,
@@ -150,9 +176,13 @@ class Gateway:
             load_entry_points=load_entry_points,
             block=block_plugins,
             timeout=self.settings.plugin_timeout,
+            context=PluginContext(log=log, app=app, prefix=prefix),
         )
         self.wrapped = WrappedApp(app, wsgi=wsgi, wsgi_workers=self.settings.wsgi_workers)
-        self.socketio = socketio
+        self.tickets = SocketTickets(
+            log, ttl=ticket_ttl, rate=ticket_rate[0], rate_window=ticket_rate[1]
+        )
+        self.legacy_socket_token_path = legacy_socket_token_path
         self.app_middleware = [Middleware.of(m) for m in app_middleware]
         self.streams = StreamService(
             log,
@@ -193,6 +223,20 @@ class Gateway:
                 lifecycle=self.lifecycle,
                 working_dir=self.settings.working_dir,
             )
+        self.sockets: SocketServer | None = None
+        if socketio is None:
+            self.sockets = SocketServer(
+                log=log,
+                plugins=self.plugins,
+                streams=self.streams,
+                tickets=self.tickets,
+                prefix=self.settings.prefix,
+                origins=socket_origins,
+                redis_url=socketio_redis_url,
+                redis_channel=socketio_redis_channel,
+            )
+            socketio = self.sockets
+        self.socketio: ASGIApp = socketio
         self.stack = self.build_middleware_stack()
         if allow_anonymous:
             logger.warning(ANONYMOUS_WARNING)
@@ -212,16 +256,38 @@ class Gateway:
         parts = [
             # First, to see every request: it starts the sweeper also without a lifespan.
             Middleware(SweepOwnedRuns, log=self.log, sweeper=self.sweeper),
-            Middleware(IdentityMiddleware, plugins=plugins),
+            Middleware(
+                IdentityMiddleware,
+                plugins=plugins,
+                allow_anonymous=self.allow_anonymous,
+                csrf_paths=(prefix,),
+                csrf_exempt=(prefix + SOCKETIO_PATH,),
+                logins=self.cookie_logins(),
+            ),
             Middleware(
                 StreamRoutes, log=self.log, prefix=prefix, plugins=plugins, service=self.streams
             ),
             Middleware(
-                RunRoutes, service=self.runs, prefix=prefix, max_body_bytes=settings.max_body_bytes
+                RunRoutes,
+                service=self.runs,
+                prefix=prefix,
+                max_body_bytes=settings.max_body_bytes,
+                plugins=plugins,
             ),
         ]
-        if self.socketio is not None:
-            parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=self.socketio))
+        parts.append(
+            Middleware(
+                TicketRoutes,
+                tickets=self.tickets,
+                prefix=prefix,
+                legacy_path=self.legacy_socket_token_path,
+            )
+        )
+        if self.sockets is not None:
+            parts.append(
+                Middleware(PresenceRoutes, sockets=self.sockets, plugins=plugins, prefix=prefix)
+            )
+        parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=self.socketio))
         parts.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
         if settings.legacy_tasks_path is not None:
             parts.append(
@@ -238,6 +304,16 @@ class Gateway:
         for part in reversed(parts):
             app = part.build(app)
         return app
+
+    def cookie_logins(self) -> tuple[FlaskSessionReader, EndedLogins] | None:
+        """How the built-in cookie resolver reads the wrapped Flask app's logins, so that the
+        identity stage notices a logout; None when that resolver is not in use."""
+        resolver = self.plugins.manager.get_plugin("flask_session_identity")
+        reader = getattr(resolver, "reader", None)
+        ended = getattr(resolver, "ended", None)
+        if isinstance(reader, FlaskSessionReader) and isinstance(ended, EndedLogins):
+            return reader, ended
+        return None
 
     def close_streams(self) -> None:
         """End every open stream now (clients resume by cursor) and refuse new ones until the

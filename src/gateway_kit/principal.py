@@ -10,6 +10,9 @@ from .types import Scope
 # Where the identity stage leaves the principal in the ASGI scope, for every later part.
 PRINCIPAL_KEY = "gateway_kit.principal"
 ANONYMOUS_METHOD = "anonymous"
+COOKIE_METHOD = "cookie"
+BEARER_METHOD = "bearer"
+HOST_METHOD = "host"
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,12 +25,16 @@ class Principal:
     :param credential_id: the credential (token id, session id), so that revoking it can end
         what it opened; None where there is none.
     :param scopes: what the credential allows.
+    :param csrf_token: for a credential a browser sends by itself (a cookie), the token that
+        unsafe requests to the gateway must carry in their CSRF header; None means such a
+        request is refused. Unused for the other methods.
     """
 
     user_id: str
     method: str
     credential_id: str | None = None
     scopes: frozenset[str] = field(default_factory=frozenset)
+    csrf_token: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.user_id, str) or not self.user_id:
@@ -40,6 +47,12 @@ class Principal:
     @property
     def anonymous(self) -> bool:
         return self.method == ANONYMOUS_METHOD
+
+    @property
+    def sent_by_browser(self) -> bool:
+        """Whether a browser attaches this credential by itself, so that another site could
+        make it send a request: such requests must prove they come from our pages (CSRF)."""
+        return self.method == COOKIE_METHOD
 
 
 def _strings(values: Iterable[str]) -> Iterable[str]:

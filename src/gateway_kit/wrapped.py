@@ -10,10 +10,12 @@ wrapped app's traffic is a middleware around this part (`Gateway(app_middleware=
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 from a2wsgi import WSGIMiddleware
 
 from .http.fallback import not_found
+from .principal import PRINCIPAL_KEY
 from .settings import DEFAULT_WSGI_WORKERS
 from .types import ASGIApp, Receive, Scope, Send
 
@@ -54,7 +56,10 @@ class WrappedApp:
         self.wsgi = False if app is None else (is_wsgi(app) if wsgi is None else wsgi)
         self.app: ASGIApp | None = None
         if app is not None:
-            self.app = WSGIMiddleware(app, workers=wsgi_workers) if self.wsgi else app  # type: ignore[arg-type,assignment]
+            if self.wsgi:
+                self.app = WSGIMiddleware(with_principal(app), workers=wsgi_workers)  # type: ignore[assignment]
+            else:
+                self.app = app  # type: ignore[assignment]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan" and (self.app is None or self.wsgi):
@@ -63,6 +68,20 @@ class WrappedApp:
             await self.app(scope, receive, send)
         else:
             await not_found(scope, receive, send)
+
+
+def with_principal(app: Any) -> Any:
+    """`app`, finding the request's principal in its environ under ``gateway_kit.principal``
+    (a2wsgi keeps the ASGI scope there as ``asgi.scope``; a legacy route needs only the
+    environ)."""
+
+    def call(environ: dict[str, Any], start_response: Any) -> Any:
+        scope = environ.get("asgi.scope")
+        environ[PRINCIPAL_KEY] = scope.get(PRINCIPAL_KEY) if scope is not None else None
+        return app(environ, start_response)
+
+    call.__wrapped__ = app  # type: ignore[attr-defined]
+    return call
 
 
 async def answer_lifespan(receive: Receive, send: Send) -> None:

@@ -27,6 +27,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from gateway_kit import EventLog
+from gateway_kit.access import ApiTokens
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -61,6 +62,11 @@ class Server:
     def __init__(self, db_url: str, port: int, output: Path) -> None:
         self.db_url, self.port, self.output = db_url, port, output
         self.process: subprocess.Popen[bytes] | None = None
+        self.token = ""
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.token}"}
 
     @property
     def url(self) -> str:
@@ -75,11 +81,7 @@ class Server:
         while time.monotonic() < deadline:
             assert self.process.poll() is None, f"the server exited:\n{self.output.read_text()}"
             try:
-                answer = httpx.get(
-                    f"{self.url}/gateway/streams/{STREAM}/events",
-                    headers={"accept": "application/json"},
-                )
-                if answer.status_code == 200:
+                if httpx.get(f"{self.url}/login").status_code == 200:
                     return
             except httpx.TransportError:
                 pass
@@ -100,11 +102,24 @@ class Server:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     server = Server(f"sqlite:///{tmp_path}/gateway.db", free_port(), tmp_path / "server.log")
+    with EventLog(server.db_url) as log:  # the test's own reads go as the demo's user
+        server.token = ApiTokens(log).create("demo")[1]
     try:
         server.start()
         yield server
     finally:
         server.stop()
+
+
+def open_conversation(page: Page, server: Server) -> None:
+    """Log in on the demo's login page, which then shows the conversation, live."""
+    page.goto(f"{server.url}/login?next=/conversations/{STREAM}")
+    page.fill("input[name=username]", "demo")
+    page.fill("input[name=password]", "demo")
+    page.click("form button")
+    page.wait_for_url(f"{server.url}/conversations/{STREAM}")
+    page.wait_for_function("document.getElementById('state').className === 'live'")
+    page.wait_for_function("document.getElementById('socket-state').className === 'live'")
 
 
 def received(page: Page) -> list[dict[str, object]]:
@@ -130,7 +145,8 @@ def wait_until_ended(server: Server, page: Page) -> None:
     """Until the run of the page's newest event is recorded as no longer active."""
     run_id = page.evaluate("window.gatewayEvents.at(-1).run_id")
     deadline = time.monotonic() + WAIT_MS / 1000
-    while httpx.get(f"{server.url}/gateway/runs/{run_id}").json()["status"] == "active":
+    run_url = f"{server.url}/gateway/runs/{run_id}"
+    while httpx.get(run_url, headers=server.auth).json()["status"] == "active":
         assert time.monotonic() < deadline, f"run {run_id} never ended"
         time.sleep(0.05)
 
@@ -149,8 +165,7 @@ def test_the_page_gets_every_event_once_in_order_across_a_server_kill(server: Se
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            page.goto(f"{server.url}/conversations/{STREAM}")
-            page.wait_for_function("document.getElementById('state').className === 'live'")
+            open_conversation(page, server)
 
             sent = append_batch(log, 0)
             wait_for_event(page, sent - 1)
@@ -160,13 +175,19 @@ def test_the_page_gets_every_event_once_in_order_across_a_server_kill(server: Se
             server.start()
             sent = append_batch(log, sent)
             wait_for_event(page, sent - 1)
+            page.wait_for_function(
+                "n => window.socketEvents.some(e => e.data.n === n)", arg=sent - 1, timeout=WAIT_MS
+            )
 
             events = received(page)
+            socket_events = page.evaluate("window.socketEvents")
             state = page.evaluate("document.getElementById('state').className")
         finally:
             browser.close()
 
     assert [e["data"] for e in events] == [{"n": n} for n in range(sent)]
+    # Over Socket.IO the page got the same events, each once, across the kill too.
+    assert [e["seq"] for e in socket_events] == [e["seq"] for e in events]
     seqs = [e["seq"] for e in events]
     assert seqs == sorted(set(seqs))
     assert {e["stream"] for e in events} == {STREAM}
@@ -186,8 +207,7 @@ def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(server: Server) 
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            page.goto(f"{server.url}/conversations/{STREAM}")
-            page.wait_for_function("document.getElementById('state').className === 'live'")
+            open_conversation(page, server)
             page.fill("#run-message", "hello from the browser")
             page.click("#run button:not(#cancel)")
             page.wait_for_function(

@@ -25,7 +25,9 @@ class TeamPolicy:
         return None
 
 
-app = Gateway(log=EventLog("sqlite:///{db}"), plugins=[TeamPolicy()], load_entry_points=False)
+app = Gateway(
+    log=EventLog("sqlite:///{db}"), plugins=[TeamPolicy()], load_entry_points=False
+)
 not_a_gateway = object()
 """
 
@@ -36,6 +38,9 @@ def plugins_command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+BUILT_INS = ("bearer_identity", "default_authorization", "flask_session_identity", "host_identity")
+
+
 def test_a_gateways_plugins_are_listed_with_where_they_come_from(tmp_path: Path) -> None:
     (tmp_path / "deployment.py").write_text(APP_MODULE.format(db=tmp_path / "gateway.db"))
     listed = plugins_command("deployment:app", cwd=tmp_path)
@@ -43,7 +48,7 @@ def test_a_gateways_plugins_are_listed_with_where_they_come_from(tmp_path: Path)
     header, *rows = listed.stdout.splitlines()
     assert header.split() == ["NAME", "FROM", "HOOKS"]
     by_name = {row.split()[0]: row for row in rows}
-    assert set(by_name) == {"default_authorization", "team-policy"}
+    assert set(by_name) == {*BUILT_INS, "team-policy"}
     assert "built-in (gateway-kit " in by_name["default_authorization"]
     assert by_name["team-policy"].split(None, 1)[1].startswith("passed in")
     assert by_name["team-policy"].endswith("authorize_subscription, classify_error")
@@ -63,8 +68,9 @@ def test_without_an_app_the_installed_plugins_are_listed_and_can_be_blocked(
     tmp_path: Path,
 ) -> None:
     listed = plugins_command("--no-entry-points", cwd=tmp_path)
-    assert [row.split()[0] for row in listed.stdout.splitlines()[1:]] == ["default_authorization"]
-    blocked = plugins_command("--no-entry-points", "--block", "default_authorization", cwd=tmp_path)
+    assert [row.split()[0] for row in listed.stdout.splitlines()[1:]] == list(BUILT_INS)
+    blocking = [arg for name in BUILT_INS for arg in ("--block", name)]
+    blocked = plugins_command("--no-entry-points", *blocking, cwd=tmp_path)
     assert blocked.stdout.splitlines()[1:] == []
 
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from gateway_kit import EventLog
+from gateway_kit.access import StreamOwners
 from gateway_kit.cli import main
 from gateway_kit.demo.goose import TOOL_NAME
 from gateway_kit.upstream.pump import LOST_RUN_ERROR
@@ -106,7 +107,16 @@ def sse_events(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
             yield json.loads(line.removeprefix("data:"))
 
 
+def log_in(client: httpx.Client, base: str) -> None:
+    """Log in as the demo's user, as its banner shows; the CSRF token goes with every request."""
+    answer = client.post(f"{base}/login", json={"username": "demo", "password": "demo"})
+    assert answer.status_code == 200, answer.text
+    client.headers["x-csrf-token"] = answer.json()["csrf_token"]
+
+
 def start_goose_run(client: httpx.Client, runs_url: str, message: str) -> str:
+    if "x-csrf-token" not in client.headers:
+        log_in(client, runs_url.partition("/gateway/")[0])
     started = client.post(runs_url, json={"message": message})
     assert started.status_code == 200, started.text
     run_id: str = started.json()["run_id"]
@@ -152,9 +162,10 @@ def test_demo_prints_urls_that_work_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             assert 'name="password"' in client.get(login).text
             # The printed curl commands, as httpx requests.
             base = f"http://127.0.0.1:{port}"
-            assert f"curl -c cookies.txt -d username=demo -d password=demo {login}" in banner
-            logged_in = client.post(login, data={"username": "demo", "password": "demo"})
-            assert logged_in.status_code == 302
+            assert "curl -c cookies.txt -H 'Content-Type: application/json'" in banner
+            assert f"""-d '{{"username": "demo", "password": "demo"}}' {login}""" in banner
+            logged_in = client.post(login, json={"username": "demo", "password": "demo"})
+            assert logged_in.status_code == 200 and logged_in.json()["csrf_token"]
             assert f"{base}/api/tasks" in urls
             started = client.post(
                 f"{base}/api/tasks", json={"conversation_id": "demo", "message": "hello"}
@@ -170,7 +181,7 @@ def test_demo_prints_urls_that_work_and_stops_on_ctrl_c(tmp_path: Path) -> None:
                 polled = polled.json()
             assert polled["status"] == "completed"
             sse_url = f"{base}/gateway/streams/demo/events"
-            assert f"curl -N {sse_url}" in banner
+            assert f"curl -N -b cookies.txt {sse_url}" in banner
             with client.stream("GET", sse_url) as stream:
                 assert stream.headers["content-type"].startswith("text/event-stream")
                 lines = stream.iter_lines()
@@ -237,12 +248,18 @@ def test_serve_with_workers_serves_the_db_it_is_given_in_every_worker(
     db = f"sqlite:///{tmp_path}/workers.db"
     with EventLog(db) as log:
         log.append("s1", "Message", {"text": "in the log"})
+        StreamOwners(log).declare("s1", "demo")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     command = [*EXE, "serve", target, "--db", db, "--port", str(port), "--workers", "2"]
+    if target == "plain_site:app":
+        command.append("--allow-anonymous")  # the plain app has no login
     with running(command, tmp_path) as server:
         wait_until_serving(server, f"{base}{route}")
         with httpx.Client() as client:
+            if target != "plain_site:app":  # the demo's users log in; s1 is demo's
+                login = {"username": "demo", "password": "demo"}
+                assert client.post(f"{base}/login", json=login).status_code == 200
             for _ in range(4):  # whichever worker answers
                 assert client.get(f"{base}{route}").status_code == 200
                 page = client.get(
@@ -335,6 +352,7 @@ def test_demo_started_again_after_ctrl_c_mid_run_ends_that_run_and_runs_the_next
     with running([*EXE, "demo", "--port", str(port)], tmp_path) as demo:
         read_banner(demo)
         with httpx.Client(timeout=STREAM_TIMEOUT) as client:
+            log_in(client, base)
             # The new goose never heard of that run: the gateway ends it, not left "running".
             with client.stream("GET", events_url.replace("RUN_ID", interrupted)) as stream:
                 ending = list(sse_events(stream.iter_lines()))[-1]

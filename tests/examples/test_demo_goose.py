@@ -35,6 +35,7 @@ def with_demo(
         transport = httpx.ASGITransport(app=demo)
         try:
             async with httpx.AsyncClient(transport=transport, base_url="http://demo.test") as c:
+                await log_in(c)
                 result = await body(c)
             assert demo.gateway.pumps is not None
             # The pumps record the end of a run just after appending its terminal event, which
@@ -48,6 +49,13 @@ def with_demo(
             demo.log.close()
 
     return asyncio.run(main())
+
+
+async def log_in(client: httpx.AsyncClient) -> None:
+    """Log in as the demo's user; the session's CSRF token goes with every later request."""
+    answer = await client.post("/login", json={"username": "demo", "password": "demo"})
+    assert answer.status_code == 200, answer.text
+    client.headers["x-csrf-token"] = answer.json()["csrf_token"]
 
 
 async def start_run(client: httpx.AsyncClient, message: str) -> str:
@@ -175,6 +183,7 @@ def test_the_lifespan_shutdown_ends_the_turns_of_the_simulated_goose(sqlite_url:
         try:
             transport = httpx.ASGITransport(app=demo)
             async with httpx.AsyncClient(transport=transport, base_url="http://demo.test") as c:
+                await log_in(c)
                 await start_run(c, "a long answer")
             shutdown.set()
             await lifespan

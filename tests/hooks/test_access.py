@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from gateway_kit import EventLog, Gateway, Principal
+from gateway_kit.access import StreamOwners
 from gateway_kit.hooks import policy
 from gateway_kit.principal import principal_of
 from gateway_kit.types import Receive, Scope, Send
@@ -78,12 +79,15 @@ def test_resolve_principal_answer_reaches_the_routes_and_the_wrapped_app(log: Ev
 
     gateway = Gateway(
         echo_principal,
+        allow_anonymous=True,
         log=log,
         plugins=[
             plugin("sso", resolve_principal=by_header),
             plugin("audit", authorize_subscription=record),
         ],
     )
+
+    StreamOwners(log).declare("open", "bob")  # bob reads his own stream
 
     async def main() -> None:
         answer = await get(gateway, "/legacy/page", headers={"x-user": "alice"})
@@ -132,6 +136,7 @@ def test_resolve_principal_failures_refuse_the_request(
     monkeypatch.setattr(policy, "CLOCK", clock)
     gateway = Gateway(
         echo_principal,
+        allow_anonymous=True,
         log=log,
         plugins=[plugin(f"{name}-sso", resolve_principal=resolver)],
         plugin_timeout=0.1,
@@ -155,6 +160,7 @@ def test_resolve_principal_refusal_refuses_a_websocket_handshake(log: EventLog) 
 
     gateway = Gateway(
         websocket_app,
+        allow_anonymous=True,
         log=log,
         wsgi=False,
         plugins=[plugin("broken-sso", resolve_principal=raising)],
@@ -187,7 +193,11 @@ def test_authorize_subscription_is_asked_before_every_kind_of_read(log: EventLog
         asked.append(stream)
         return deny_secret(principal, stream)
 
-    gateway = Gateway(log=log, plugins=[plugin("acl", authorize_subscription=deny_and_record)])
+    gateway = Gateway(
+        log=log,
+        plugins=[plugin("acl", authorize_subscription=deny_and_record)],
+        allow_anonymous=True,
+    )
 
     async def main() -> None:
         for stream, run_id, status in (("secret", "run-secret", 403), ("open", "run-open", 200)):
@@ -198,12 +208,14 @@ def test_authorize_subscription_is_asked_before_every_kind_of_read(log: EventLog
             await sse.wait_for(lambda r: r.status is not None)
             sse.disconnect()
             await sse.finished()
-            for response in (page, run_page, legacy):
+            for response in (page, run_page):
                 assert response.status_code == status, (response.url, response.text)
+            assert legacy.status_code == (404 if status == 403 else 200), legacy.text
             assert sse.status == status
             if status == 403:
                 assert_json_error(page, 403, "forbidden")
-                assert_json_error(legacy, 403, "forbidden")
+                # The legacy poll answers as the legacy app did for another user's task.
+                assert_json_error(legacy, 404, "not_found")
                 assert json.loads(bytes(sse.body))["error"] == "forbidden"
 
     asyncio.run(main())
@@ -214,8 +226,11 @@ def test_authorize_subscription_is_asked_before_every_kind_of_read(log: EventLog
 def test_authorize_subscription_a_deployments_plugin_is_asked_before_the_default(
     log: EventLog,
 ) -> None:
-    gateway = Gateway(log=log, plugins=[plugin("acl", authorize_subscription=deny_secret)])
-    assert gateway.plugins.describe()[0].name == "default_authorization"
+    gateway = Gateway(
+        log=log, plugins=[plugin("acl", authorize_subscription=deny_secret)], allow_anonymous=True
+    )
+    names = [info.name for info in gateway.plugins.describe()]
+    assert names.index("default_authorization") < names.index("acl")  # registered first
 
     async def main() -> None:
         assert_json_error(
@@ -230,7 +245,7 @@ def test_authorize_subscription_a_deployments_plugin_is_asked_before_the_default
 def test_authorize_subscription_with_the_default_blocked_nobody_may_read(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
-    gateway = Gateway(log=log, block_plugins=["default_authorization"])
+    gateway = Gateway(log=log, block_plugins=["default_authorization"], allow_anonymous=True)
     assert "default_authorization" not in {info.name for info in gateway.plugins.describe()}
     with caplog.at_level(logging.WARNING):
         response = asyncio.run(get(gateway, "/gateway/streams/open/events", headers=JSON))
@@ -246,7 +261,11 @@ def yes(principal: Principal, stream: str) -> str:
 def test_authorize_subscription_failures_refuse_the_read(
     log: EventLog, caplog: pytest.LogCaptureFixture, name: str, answer: Any
 ) -> None:
-    gateway = Gateway(log=log, plugins=[plugin(f"{name}-acl", authorize_subscription=answer)])
+    gateway = Gateway(
+        log=log,
+        plugins=[plugin(f"{name}-acl", authorize_subscription=answer)],
+        allow_anonymous=True,
+    )
     response = asyncio.run(get(gateway, "/gateway/streams/open/events", headers=JSON))
     assert_json_error(response, 403, "forbidden")
     assert f"{name}-acl" in caplog.text and "authorize_subscription" in caplog.text
@@ -262,7 +281,10 @@ def test_authorize_subscription_too_slow_refuses_the_read_and_names_the_plugin(
         return True
 
     gateway = Gateway(
-        log=log, plugins=[plugin("stuck-acl", authorize_subscription=stuck)], plugin_timeout=0.2
+        allow_anonymous=True,
+        log=log,
+        plugins=[plugin("stuck-acl", authorize_subscription=stuck)],
+        plugin_timeout=0.2,
     )
     try:
         response = asyncio.run(get(gateway, "/gateway/streams/open/events", headers=JSON))
@@ -281,7 +303,7 @@ def test_no_hook_is_called_per_delivered_event(log: EventLog) -> None:
         )
         for i in range(10)
     ]
-    gateway = Gateway(log=log, plugins=noop)
+    gateway = Gateway(log=log, plugins=noop, allow_anonymous=True)
     calls: list[str] = []
     gateway.plugins.manager.add_hookcall_monitoring(
         lambda hook, impls, kwargs: calls.append(hook), lambda outcome, hook, impls, kwargs: None

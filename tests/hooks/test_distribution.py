@@ -89,7 +89,7 @@ def test_the_installed_guard_is_the_one_in_tests_plugin_dist() -> None:
 
 
 def test_the_guard_is_found_through_its_entry_point(log: EventLog) -> None:
-    infos = Gateway(log=log).plugins.describe()
+    infos = Gateway(log=log, allow_anonymous=True).plugins.describe()
     guard = PluginInfo(NAME, PluginSource(ENTRY_POINT, DISTRIBUTION, VERSION), HOOKS)
     assert guard in infos
     # Registered after the built-ins, so asked before them.
@@ -125,7 +125,7 @@ def test_gateway_kit_plugins_leaves_the_guard_out_when_asked(args: list[str]) ->
 
 
 def test_without_settings_the_guard_refuses_nothing(log: EventLog) -> None:
-    gateway = Gateway(log=log)
+    gateway = Gateway(log=log, allow_anonymous=True)
     assert NAME in names(gateway)
     response = get(gateway, "/gateway/streams/secret-plans/events")
     assert response.status_code == 200, response.text
@@ -135,7 +135,7 @@ def test_without_settings_the_guard_refuses_nothing(log: EventLog) -> None:
 def test_configured_the_guard_refuses_every_read_of_streams_with_its_prefix(
     log: EventLog,
 ) -> None:
-    gateway = Gateway(log=log, plugin_config=DENY_SECRET)
+    gateway = Gateway(log=log, plugin_config=DENY_SECRET, allow_anonymous=True)
     page = get(gateway, "/gateway/streams/secret-plans/events")
     assert page.status_code == 403
     assert page.headers["content-type"] == "application/json"
@@ -152,16 +152,16 @@ def test_configured_the_guard_refuses_every_read_of_streams_with_its_prefix(
 def test_a_gateway_made_without_settings_after_a_configured_one_is_not_guarded(
     log: EventLog,
 ) -> None:
-    Gateway(log=log, plugin_config=DENY_SECRET)
-    later = Gateway(log=log)
+    Gateway(log=log, plugin_config=DENY_SECRET, allow_anonymous=True)
+    later = Gateway(log=log, allow_anonymous=True)
     assert get(later, "/gateway/streams/secret-plans/events").status_code == 200
 
 
 def test_every_gateway_makes_a_guard_of_its_own_from_the_entry_points_class(
     log: EventLog,
 ) -> None:
-    first = Gateway(log=log, plugin_config=DENY_SECRET)
-    second = Gateway(log=log, plugin_config={NAME: {"deny_prefix": "open"}})
+    first = Gateway(log=log, plugin_config=DENY_SECRET, allow_anonymous=True)
+    second = Gateway(log=log, plugin_config={NAME: {"deny_prefix": "open"}}, allow_anonymous=True)
     assert first.plugins.manager.get_plugin(NAME) is not second.plugins.manager.get_plugin(NAME)
     assert get(first, "/gateway/streams/secret-plans/events").status_code == 403
     assert get(first, "/gateway/streams/open/events").status_code == 200
@@ -181,7 +181,7 @@ def test_settings_that_cannot_work_stop_the_gateway_naming_the_plugin(
     log: EventLog, settings: dict[str, Any], complaint: str
 ) -> None:
     with pytest.raises(PluginError) as raised:
-        Gateway(log=log, plugin_config={NAME: settings})
+        Gateway(log=log, plugin_config={NAME: settings}, allow_anonymous=True)
     assert str(raised.value) == f"plugin {NAME!r} refused its settings: {complaint}"
 
 
@@ -189,15 +189,17 @@ def test_settings_that_cannot_work_stop_the_gateway_naming_the_plugin(
 
 
 def test_without_entry_points_the_guard_is_not_loaded(log: EventLog) -> None:
-    gateway = Gateway(log=log, load_entry_points=False)
+    gateway = Gateway(log=log, load_entry_points=False, allow_anonymous=True)
     assert NAME not in names(gateway)
     assert BUILT_IN in names(gateway)
     with pytest.raises(PluginError, match=f"plugin_config names {NAME!r}, which is no loaded"):
-        Gateway(log=log, load_entry_points=False, plugin_config=DENY_SECRET)
+        Gateway(log=log, load_entry_points=False, plugin_config=DENY_SECRET, allow_anonymous=True)
 
 
 def test_a_blocked_guard_is_not_loaded_and_its_settings_are_not_used(log: EventLog) -> None:
-    gateway = Gateway(log=log, block_plugins=[NAME], plugin_config=DENY_SECRET)
+    gateway = Gateway(
+        log=log, block_plugins=[NAME], plugin_config=DENY_SECRET, allow_anonymous=True
+    )
     assert NAME not in names(gateway)
     assert BUILT_IN in names(gateway)
     assert get(gateway, "/gateway/streams/secret-plans/events").status_code == 200

@@ -31,7 +31,9 @@ def log(sqlite_url: str) -> Iterator[EventLog]:
 
 
 def gateway(log: EventLog, *plugins: object, **options: Any) -> Gateway:
-    return Gateway(log=log, plugins=plugins, load_entry_points=False, **options)
+    return Gateway(
+        log=log, plugins=plugins, load_entry_points=False, **{"allow_anonymous": True, **options}
+    )
 
 
 def logged(caplog: pytest.LogCaptureFixture, plugin_name: str, hook: str) -> bool:

@@ -40,9 +40,15 @@ def test_the_built_ins_are_registered_by_this_distributions_entry_points() -> No
     assert builtin.source.kind == BUILT_IN
     assert builtin.source.distribution == "gateway-kit"
     assert builtin.source.version == gateway_kit_version()
-    assert builtin.hooks == ("authorize_subscription",)
+    assert builtin.hooks == ("authorize_subscription", "configure_plugin")
     impl = plugins.hook.authorize_subscription.get_hookimpls()[0]
     assert impl.trylast  # a deployment's plugins are asked before it
+    resolvers = {impl.plugin_name: impl for impl in plugins.hook.resolve_principal.get_hookimpls()}
+    assert set(resolvers) == set(BUILT_IN_RESOLVERS)
+    assert all(impl.trylast for impl in resolvers.values())
+
+
+BUILT_IN_RESOLVERS = ("bearer_identity", "flask_session_identity", "host_identity")
 
 
 def gateway_kit_version() -> str:
@@ -52,8 +58,8 @@ def gateway_kit_version() -> str:
 
 
 def test_every_gateway_has_a_plugin_manager_of_its_own(log: EventLog) -> None:
-    first = Gateway(log=log, plugins=[plugin("only-here")])
-    second = Gateway(log=log)
+    first = Gateway(log=log, plugins=[plugin("only-here")], allow_anonymous=True)
+    second = Gateway(log=log, allow_anonymous=True)
     assert first.plugins.manager is not second.plugins.manager
     assert "only-here" in names(first.plugins) and "only-here" not in names(second.plugins)
 
@@ -72,7 +78,9 @@ def test_passed_in_plugins_are_named_by_their_module_or_their_class(log: EventLo
         def classify_error(self, error: str) -> None:
             return None
 
-    gateway = Gateway(log=log, plugins=[module, TeamPolicy()], load_entry_points=False)
+    gateway = Gateway(
+        log=log, plugins=[module, TeamPolicy()], load_entry_points=False, allow_anonymous=True
+    )
     described = {i.name: i for i in gateway.plugins.describe()}
     assert described["acme_guards"].source.kind == PASSED_IN
     assert described["acme_guards"].hooks == ("authorize_subscription",)
@@ -80,14 +88,15 @@ def test_passed_in_plugins_are_named_by_their_module_or_their_class(log: EventLo
     assert qualified.startswith(__name__)
     assert described[qualified].hooks == ("classify_error",)
     with pytest.raises(PluginError, match="distinct __name__"):
-        Gateway(log=log, plugins=[TeamPolicy(), TeamPolicy()])
+        Gateway(log=log, plugins=[TeamPolicy(), TeamPolicy()], allow_anonymous=True)
 
 
 def test_any_plugin_can_be_blocked_by_name(log: EventLog) -> None:
     gateway = Gateway(
+        allow_anonymous=True,
         log=log,
         plugins=[plugin("kept"), plugin("unwanted")],
-        block_plugins=["unwanted", "default_authorization"],
+        block_plugins=["unwanted", *BUILT_IN_RESOLVERS, "default_authorization"],
         load_entry_points=False,
     )
     assert names(gateway.plugins) == ["kept"]
@@ -99,7 +108,9 @@ def test_async_hook_implementations_are_refused(log: EventLog) -> None:
 
     with pytest.raises(PluginError, match=r"'async-acl'.*synchronous"):
         Gateway(
-            log=log, plugins=[plugin("async-acl", authorize_subscription=authorize_subscription)]
+            allow_anonymous=True,
+            log=log,
+            plugins=[plugin("async-acl", authorize_subscription=authorize_subscription)],
         )
 
 
@@ -109,7 +120,7 @@ def test_hook_wrappers_are_refused(log: EventLog) -> None:
 
     wrapper = plugin("wrapping", classify_error=(classify_error, {"wrapper": True}))
     with pytest.raises(PluginError, match=r"'wrapping'.*wrapper"):
-        Gateway(log=log, plugins=[wrapper])
+        Gateway(log=log, plugins=[wrapper], allow_anonymous=True)
 
 
 def test_a_misspelt_hook_is_an_error_at_start_up(log: EventLog) -> None:
@@ -117,7 +128,7 @@ def test_a_misspelt_hook_is_an_error_at_start_up(log: EventLog) -> None:
         return None
 
     with pytest.raises(PluginError, match=r"'typo'.*finish_gaurd"):
-        Gateway(log=log, plugins=[plugin("typo", finish_gaurd=finish_gaurd)])
+        Gateway(log=log, plugins=[plugin("typo", finish_gaurd=finish_gaurd)], allow_anonymous=True)
 
 
 def test_an_argument_the_hook_does_not_have_is_an_error_at_registration(log: EventLog) -> None:
@@ -126,7 +137,9 @@ def test_an_argument_the_hook_does_not_have_is_an_error_at_registration(log: Eve
 
     with pytest.raises(Exception, match="user"):
         Gateway(
-            log=log, plugins=[plugin("extra-arg", authorize_subscription=authorize_subscription)]
+            allow_anonymous=True,
+            log=log,
+            plugins=[plugin("extra-arg", authorize_subscription=authorize_subscription)],
         )
 
 
@@ -148,9 +161,11 @@ def test_an_entry_point_that_cannot_be_imported_names_its_plugin(
 
     monkeypatch.setattr(loading.metadata, "entry_points", with_a_broken_one)
     with pytest.raises(PluginError, match="cannot load plugin 'broken_plugin'"):
-        Gateway(log=log)
-    Gateway(log=log, load_entry_points=False)  # only the built-ins: it is not even imported
-    Gateway(log=log, block_plugins=["broken_plugin"])
+        Gateway(log=log, allow_anonymous=True)
+    Gateway(
+        log=log, load_entry_points=False, allow_anonymous=True
+    )  # only the built-ins: it is not even imported
+    Gateway(log=log, block_plugins=["broken_plugin"], allow_anonymous=True)
 
 
 def test_without_the_built_ins_installed_the_error_says_how_to_install(
@@ -164,7 +179,10 @@ def test_without_the_built_ins_installed_the_error_says_how_to_install(
 
 
 def test_the_plugins_folder_is_what_the_entry_points_name() -> None:
-    import gateway_kit_plugins.default_authorization as builtin
+    from gateway_kit_plugins.default_authorization import DefaultAuthorization
 
     assert "gateway_kit_plugins" in sys.modules
-    assert builtin.authorize_subscription(gateway_kit.ANONYMOUS, "any") is True
+    unconfigured = DefaultAuthorization()
+    assert unconfigured.authorize_subscription(gateway_kit.ANONYMOUS, "any") is True
+    alice = gateway_kit.Principal(user_id="alice", method="bearer")
+    assert unconfigured.authorize_subscription(alice, "any") is False  # no owners known

@@ -128,9 +128,15 @@ async def wrapped_app(scope: Scope, receive: Receive, send: Send) -> None:
 
 @asynccontextmanager
 async def running_gateway(
-    log_url: str, fake: FakeGoose, **options: Any
+    log_url: str,
+    fake: FakeGoose,
+    *,
+    app: Any = wrapped_app,
+    allow_anonymous: bool = True,
+    **options: Any,
 ) -> AsyncIterator[tuple[Gateway, EventLog]]:
-    """A gateway around `wrapped_app`, its upstream the fake goose (through respx)."""
+    """A gateway around `app` (by default `wrapped_app`), its upstream the fake goose
+    (through respx)."""
     log = EventLog(log_url)
     goose_client = httpx.AsyncClient()
     try:
@@ -140,13 +146,12 @@ async def running_gateway(
                 base_url=GOOSE_URL, secret_key=fake.secret_key, client=goose_client
             )
             gateway = Gateway(
-                wrapped_app,
+                app,
                 log=log,
                 upstream=upstream,
-                allow_anonymous=True,
+                allow_anonymous=allow_anonymous,
                 pump_settings=FAST,
-                wsgi=False,
-                **options,
+                **{"wsgi": False if app is wrapped_app else None, **options},
             )
             try:
                 yield gateway, log

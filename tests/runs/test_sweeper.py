@@ -57,7 +57,7 @@ def test_a_gateway_without_an_upstream_sweeps_at_start_up_and_then_periodically(
     log: EventLog,
 ) -> None:
     dead_owner(log, "before-start")
-    gateway = Gateway(log=log, owned_run_sweep_interval=QUICK)
+    gateway = Gateway(log=log, owned_run_sweep_interval=QUICK, allow_anonymous=True)
 
     async def main() -> list[str]:
         inbox: asyncio.Queue[Message] = asyncio.Queue()
@@ -85,7 +85,7 @@ def test_a_gateway_served_without_a_lifespan_sweeps_from_its_first_request(
 ) -> None:
     flask_app = Flask("legacy")
     flask_app.add_url_rule("/hello", "hello", lambda: {"from": "flask"})
-    gateway = Gateway(flask_app, log=log, owned_run_sweep_interval=QUICK)
+    gateway = Gateway(flask_app, log=log, owned_run_sweep_interval=QUICK, allow_anonymous=True)
     dead_owner(log, "r-1")
 
     async def main() -> None:

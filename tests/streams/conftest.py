@@ -16,7 +16,7 @@ LISTENER_TIMEOUT = 10.0
 @pytest.fixture
 def make_gateway(log: EventLog) -> MakeGateway:
     def make(app: Any = None, **options: Any) -> Gateway:
-        return Gateway(app, log=log, **options)
+        return Gateway(app, log=log, **{"allow_anonymous": True, **options})
 
     return make
 

@@ -34,4 +34,6 @@ def legacy_app() -> Flask:
 
 def create() -> Gateway:
     options = json.loads(os.environ.get(OPTIONS_VAR, "{}"))
-    return Gateway(legacy_app(), log=EventLog(os.environ[LOG_URL_VAR]), **options)
+    return Gateway(
+        legacy_app(), log=EventLog(os.environ[LOG_URL_VAR]), **{"allow_anonymous": True, **options}
+    )

@@ -39,7 +39,7 @@ def test_appends_of_this_process_reach_subscribers_without_reading_the_log(
     # No cross-process watcher and no idle re-check: any read left would be for the commits.
     with EventLog(sqlite_url, idle_recheck=600) as log:
         log._start_watcher = lambda: None  # type: ignore[method-assign]
-        gateway = Gateway(None, log=log)
+        gateway = Gateway(None, log=log, allow_anonymous=True)
 
         async def main() -> None:
             requests = [Request(gateway, PATH).start() for _ in range(3)]

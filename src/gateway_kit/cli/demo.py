@@ -32,26 +32,32 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DB_FILE = "gateway-demo.db"
 
+ANONYMOUS_NOTE = """
+  --anonymous: requests without credentials are served as 'anonymous', who may read and start
+  everything. Do not expose this demo to anyone else.
+"""
 PORT_TAKEN = "port {port} is taken; serving on {chosen} instead"
 CANNOT_BIND = "gateway-kit demo: cannot listen on {host}:{port}: {error}"
 BANNER = """\
 gateway_kit demo: a legacy-style Flask app wrapped by Gateway, with a simulated goose upstream,
 its events in {db}
-
+{access}
   Live events of a conversation:  {url}/conversations/{conversation}
   Log in (user {user}, password {password}):  {url}/login
 
-  Start a task with curl, then poll it the legacy way:
-    curl -c cookies.txt -d username={user} -d password={password} {url}/login
+  Log in with curl (the answer holds the session's CSRF token, which POSTs to the gateway send):
+    curl -c cookies.txt -H 'Content-Type: application/json' \\
+         -d '{{"username": "{user}", "password": "{password}"}}' {url}/login
+  Start a task, then poll it the legacy way:
     curl -b cookies.txt -H 'Content-Type: application/json' \\
          -d '{{"conversation_id": "{conversation}", "message": "hello"}}' {url}/api/tasks
     curl -b cookies.txt '{url}/api/tasks/TASK_ID?from=0'
-  Start a run on the simulated goose (no login), then follow it until its Finish:
-    curl -H 'Content-Type: application/json' -d '{{"message": "hello"}}' \\
-         {url}/gateway/streams/{conversation}/runs
-    curl -N {url}/gateway/runs/RUN_ID/events
+  Start a run on the simulated goose, then follow it until its Finish:
+    curl -b cookies.txt -H 'X-CSRF-Token: CSRF_TOKEN' -H 'Content-Type: application/json' \\
+         -d '{{"message": "hello"}}' {url}/gateway/streams/{conversation}/runs
+    curl -N -b cookies.txt {url}/gateway/runs/RUN_ID/events
   Follow the conversation over SSE:
-    curl -N {url}/gateway/streams/{conversation}/events
+    curl -N -b cookies.txt {url}/gateway/streams/{conversation}/events
 
 Ctrl-C stops the demo; start it again and the history is still there.
 """
@@ -66,6 +72,11 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
     # "" rather than None: the demo does not follow $GATEWAY_KIT_DB, it keeps its own file.
     demo.add_argument(
         "--db", default="", help=f"database URL (default: {DB_FILE} here, else in a temp dir)"
+    )
+    demo.add_argument(
+        "--anonymous",
+        action="store_true",
+        help="serve requests without credentials as 'anonymous' (no login needed)",
     )
     demo.set_defaults(run=run)
 
@@ -109,12 +120,13 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger("httpx").setLevel(logging.WARNING)
     with sock:
         db = args.db or demo_db_url()
-        demo = build_demo(db)
+        demo = build_demo(db, anonymous=args.anonymous)
         try:
             user, password = next(iter(DEFAULT_USERS.items()))
             print(
                 BANNER.format(
                     db=db,
+                    access=ANONYMOUS_NOTE if args.anonymous else "",
                     url=base_url(args.host, sock.getsockname()[1]),
                     conversation=DEFAULT_CONVERSATION,
                     user=user,

@@ -1,11 +1,19 @@
 """A small Flask app in the legacy style: the "before" that adopts gateway_kit.
 
 - ``POST /login`` (form or JSON ``{"username", "password"}``) keeps the user in the Flask
-  session cookie; ``GET /login`` is the form, ``POST /logout`` forgets the user.
+  session cookie, with a random id of this login and the session's CSRF token (the JSON answer
+  carries it, ``GET /api/csrf-token`` too): unsafe requests to the gateway send it back in
+  ``X-CSRF-Token``. ``GET /login`` is the form, ``POST /logout`` forgets the user.
 - ``POST /api/tasks`` with ``{"conversation_id", "message"}`` starts a fake agent turn in a
   background thread and answers ``{"task_id", "conversation_id", "status": "running"}``.
 - ``GET /api/tasks/<task_id>?from=<idx>`` is the poll: see `gateway_kit.demo.tasks`.
-- ``GET /conversations/<conversation_id>`` is a page showing the conversation's live events,
+- ``POST /api/conversations/<conversation_id>/title`` with ``{"title"}`` renames a
+  conversation: an event of no run (``TitleChanged``), which every client of the conversation
+  gets, REST-only ones too.
+- ``GET /api/socket-token`` and ``/socket.io``: the legacy Socket.IO channel, see
+  `gateway_kit.demo.legacy_sockets` (issuing a token clears the user's other pending ones).
+- ``GET /conversations/<conversation_id>`` is a page showing the conversation's live events
+  (opening it makes the logged-in user the conversation's owner, who alone may read it),
   read with `EventSource` from the gateway (``/gateway/streams/<conversation_id>/events``). It
   starts legacy tasks, and goose runs through the gateway
   (``POST /gateway/streams/<conversation_id>/runs``, ``POST /gateway/runs/<run_id>/cancel``).
@@ -22,16 +30,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import threading
 from collections.abc import Mapping
 from typing import Any
 
+import socketio
 from flask import Flask, Response, jsonify, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
-from ..exceptions import InvalidEvent, LogClosed, RunError
+from ..access import StreamOwners
+from ..exceptions import InvalidCredential, InvalidEvent, LogClosed, RunError
 from ..runs.owned import DEFAULT_LEASE_TTL
 from .agent import new_message_id, run_turn
+from .legacy_sockets import LEGACY_SOCKETIO_PATH, LegacySocketTokens, legacy_socketio
 from .tasks import EventWriter, TaskStore, task_events
 
 logger = logging.getLogger("gateway_kit.demo")
@@ -43,11 +55,16 @@ SECRET_KEY_VAR = "GATEWAY_KIT_DEMO_SECRET_KEY"
 # Every worker process must sign cookies with the same key, so the fallback is a constant.
 DEMO_SECRET_KEY = "gateway-kit-demo-only-this-key-is-not-secret"
 TASKS_EXTENSION = "gateway_kit_demo_tasks"
+SOCKET_TOKENS_EXTENSION = "gateway_kit_demo_socket_tokens"
 
 LOGIN_REQUIRED = "log in first: POST /login with a username and password"
 BAD_CREDENTIALS = "wrong username or password"
 NO_SUCH_TASK = "no task {task_id} of yours"
 BAD_TASK = 'send JSON {"conversation_id": "...", "message": "..."} with a non-empty message'
+BAD_TITLE = 'send JSON {"title": "..."}: a non-empty title of at most 200 characters'
+NO_LOG = "titles are kept in the event log; this app has none (EVENT_LOG)"
+NO_SUCH_CONVERSATION = "no conversation of yours has that id"
+MAX_TITLE = 200
 BAD_OFFSET = "from must be a non-negative integer index, got {value!r}"
 
 
@@ -67,6 +84,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     register_pages(app)
     register_auth(app)
     register_tasks(app)
+    register_conversations(app)
+    register_legacy_sockets(app)
     return app
 
 
@@ -79,6 +98,21 @@ def current_user() -> str | None:
     return user if isinstance(user, str) else None
 
 
+def csrf_token() -> str:
+    """The session's CSRF token, made on first use."""
+    token = session.get("csrf_token")
+    if not isinstance(token, str) or not token:
+        token = session["csrf_token"] = secrets.token_urlsafe(32)
+    return token
+
+
+def log_in(username: str) -> None:
+    session.clear()
+    session["username"] = username
+    session["login_id"] = secrets.token_hex(16)  # names this login: logging out ends it alone
+    csrf_token()
+
+
 def register_pages(app: Flask) -> None:
     @app.get("/")
     def index() -> ResponseReturnValue:
@@ -86,6 +120,11 @@ def register_pages(app: Flask) -> None:
 
     @app.get("/conversations/<conversation_id>")
     def conversation_page(conversation_id: str) -> Response:
+        user, log = current_user(), app.config["EVENT_LOG"]
+        if user is not None and log is not None:
+            # The user who opens a conversation first owns it: the gateway lets them read it.
+            with contextlib.suppress(InvalidEvent, InvalidCredential):
+                StreamOwners(log).declare(conversation_id, user)
         return app.send_static_file("conversation.html")
 
 
@@ -100,22 +139,64 @@ def register_auth(app: Flask) -> None:
         body = body if isinstance(body, Mapping) else {}
         username, password = body.get("username"), body.get("password")
         users = app.config["DEMO_USERS"]
-        ok = isinstance(username, str) and users.get(username) == password
+        user = username if isinstance(username, str) and users.get(username) == password else None
         if request.is_json:
-            if not ok:
+            if user is None:
                 return error(401, "bad_credentials", BAD_CREDENTIALS)
-            session["username"] = username
-            return jsonify(username=username)
+            log_in(user)
+            return jsonify(username=user, csrf_token=csrf_token())
         target = local_path(body.get("next"))
-        if not ok:
+        if user is None:
             return redirect(url_for("login_form", error=1, next=target))
-        session["username"] = username
+        log_in(user)
         return redirect(target)
 
     @app.post("/logout")
     def logout() -> ResponseReturnValue:
-        session.pop("username", None)
+        session.clear()
         return jsonify(ok=True)
+
+    @app.get("/api/csrf-token")
+    def get_csrf_token() -> ResponseReturnValue:
+        return jsonify(csrf_token=csrf_token(), username=current_user())
+
+
+def register_conversations(app: Flask) -> None:
+    @app.post("/api/conversations/<conversation_id>/title")
+    def rename(conversation_id: str) -> ResponseReturnValue:
+        user, log = current_user(), app.config["EVENT_LOG"]
+        if user is None:
+            return error(401, "login_required", LOGIN_REQUIRED)
+        body = request.get_json(silent=True)
+        title = body.get("title") if isinstance(body, dict) else None
+        if not isinstance(title, str) or not title.strip() or len(title) > MAX_TITLE:
+            return error(400, "bad_request", BAD_TITLE)
+        if log is None:
+            return error(409, "no_log", NO_LOG)
+        try:
+            owner = StreamOwners(log).declare(conversation_id, user)
+            if owner != user:
+                return error(404, "not_found", NO_SUCH_CONVERSATION)
+            # No run: the conversation's own event, for whoever follows it.
+            event = log.append(conversation_id, "TitleChanged", {"title": title}, run_id=None)
+        except InvalidEvent as exc:
+            return error(400, "bad_request", str(exc))
+        return jsonify(seq=event.seq, title=title)
+
+
+def register_legacy_sockets(app: Flask) -> None:
+    tokens = app.extensions[SOCKET_TOKENS_EXTENSION] = LegacySocketTokens()
+    server = legacy_socketio(tokens)
+    app.wsgi_app = socketio.WSGIApp(  # type: ignore[method-assign]
+        server, app.wsgi_app, socketio_path=LEGACY_SOCKETIO_PATH
+    )
+
+    @app.get("/api/socket-token")
+    def socket_token() -> ResponseReturnValue:
+        user = current_user()
+        if user is None:
+            return error(401, "login_required", LOGIN_REQUIRED)
+        return jsonify(success=True, token=tokens.issue(user), expires_in=int(tokens.ttl))
 
 
 def local_path(value: object) -> str:

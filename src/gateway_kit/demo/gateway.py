@@ -59,10 +59,12 @@ def build_demo(
     *,
     goose: SimulatedGoose | None = None,
     typing_delay: float = TYPING_DELAY,
+    anonymous: bool = False,
 ) -> DemoApp:
     """The example Flask app (with `config`) writing its events to the log at `db_url`, and its
     goose runs going to `goose`: by default a `SimulatedGoose` that knows the log's sessions and
-    waits `typing_delay` seconds between chunks."""
+    waits `typing_delay` seconds between chunks. Its users log in (the app's session cookie);
+    `anonymous` serves requests without credentials too."""
     log = EventLog(db_url)
     try:
         goose = goose or SimulatedGoose(bound_session_ids(log), typing_delay=typing_delay)
@@ -71,8 +73,7 @@ def build_demo(
         raise
     flask_app = create_app(config)
     flask_app.config["EVENT_LOG"] = log  # step 2 of adopting gateway_kit: events go to the log
-    # Identity arrives in a later version; until then the demo's streams are open to anyone.
-    gateway = Gateway(flask_app, log=log, upstream=goose.upstream, allow_anonymous=True)
+    gateway = Gateway(flask_app, log=log, upstream=goose.upstream, allow_anonymous=anonymous)
     return DemoApp(gateway, goose)
 
 

@@ -102,7 +102,13 @@ def task_events(
     # The task is a run of the conversation's stream, owned by this process: it ends when the
     # turn does, or with an Error when the process dies mid-turn. The gateway's legacy poll
     # numbers a run's events from 0, as the deque did.
-    run = owned_run(log, stream=task.conversation_id, run_id=task.task_id, lease_ttl=lease_ttl)
+    run = owned_run(
+        log,
+        stream=task.conversation_id,
+        run_id=task.task_id,
+        lease_ttl=lease_ttl,
+        owner=task.owner,  # the user's own conversation: the gateway lets only them read it
+    )
 
     def write_to_run(type: str, data: dict[str, Any]) -> None:
         run.append(type, data)

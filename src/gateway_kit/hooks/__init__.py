@@ -1,5 +1,6 @@
 """Hooks: the specifications, the markers, and the plugin manager of one gateway."""
 
+from .context import PluginContext
 from .loading import BUILT_IN, ENTRY_POINT, ENTRY_POINT_GROUP, PASSED_IN, PluginSource
 from .manager import PluginInfo, Plugins
 from .markers import PROJECT, hookimpl, hookspec
@@ -14,6 +15,7 @@ __all__ = [
     "PROJECT",
     "REFUSED",
     "GuardVeto",
+    "PluginContext",
     "PluginInfo",
     "PluginSource",
     "Plugins",

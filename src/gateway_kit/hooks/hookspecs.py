@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..log.event import Event
     from ..principal import Principal
     from ..types import Scope
+    from .context import PluginContext
     from .results import GuardVeto, RecoveryPlan
 
 # --- finish guards ---------------------------------------------------------------------------
@@ -172,8 +173,8 @@ def authorize_subscription(principal: Principal, stream: str) -> bool | None:
 
 
 @hookspec
-def configure_plugin(config: Mapping[str, Any]) -> None:
-    """Receive this plugin's settings.
+def configure_plugin(config: Mapping[str, Any], context: PluginContext) -> None:
+    """Receive this plugin's settings, and the gateway it serves.
 
     Called once per plugin when the `Gateway` is made, with that plugin's own entry of
     ``Gateway(plugin_config={name: {...}})`` (an empty mapping when it has none). Raise
@@ -181,5 +182,6 @@ def configure_plugin(config: Mapping[str, Any]) -> None:
     plugin.
 
     :param config: this plugin's settings.
+    :param context: the gateway's log, the wrapped app and the prefix (`PluginContext`).
     :returns: nothing; the result is ignored.
     """

@@ -24,6 +24,7 @@ from ..principal import Principal
 from ..settings import DEFAULT_PLUGIN_TIMEOUT
 from ..types import Scope
 from . import hookspecs
+from .context import PluginContext
 from .loading import BUILT_IN, PASSED_IN, PluginSource, entry_points, load
 from .markers import PROJECT
 from .policy import CURRENT_CALL, CallProgress, HookFailed, Refused, guarded, logger
@@ -110,6 +111,7 @@ class Plugins:
     :param block: names of plugins not to register (built-ins included).
     :param timeout: seconds an access decision (`resolve_principal`, `authorize_subscription`)
         may take before it counts as a refusal.
+    :param context: what each plugin's `configure_plugin` gets beside its settings.
     """
 
     def __init__(
@@ -120,8 +122,10 @@ class Plugins:
         load_entry_points: bool = True,
         block: Iterable[str] = (),
         timeout: float = DEFAULT_PLUGIN_TIMEOUT,
+        context: PluginContext | None = None,
     ) -> None:
         self.timeout = timeout
+        self.context = context if context is not None else PluginContext()
         self.manager = _Manager(timeout)
         self.manager.add_hookspecs(hookspecs)
         self.blocked = frozenset(block)
@@ -174,7 +178,8 @@ class Plugins:
             if not isinstance(settings, Mapping):
                 raise PluginError(BAD_CONFIG.format(name=name, value=settings))
         for impl in self.manager.hook.configure_plugin.get_hookimpls():
-            impl.function(config.get(impl.plugin_name, {}))
+            arguments = {"config": config.get(impl.plugin_name, {}), "context": self.context}
+            impl.function(*(arguments[name] for name in impl.argnames))
 
     def describe(self) -> list[PluginInfo]:
         """The loaded plugins, in the order they were registered."""

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, unquote_to_bytes
 
-from ..principal import ANONYMOUS, Principal, principal_of
+from ..principal import Principal, principal_of
 from ..types import Receive, Scope, Send
+from .errors import UNAUTHENTICATED, HTTPError
+
+LOGIN_NEEDED = (
+    "this needs credentials: a session cookie (log in), an Authorization: Bearer token, "
+    "or a host-login token"
+)
 
 
 def header(scope: Scope, name: bytes) -> str | None:
@@ -92,5 +98,9 @@ class Request:
 
     @property
     def principal(self) -> Principal:
-        """Who is asking, as the identity stage resolved it; `ANONYMOUS` without that stage."""
-        return principal_of(self.scope) or ANONYMOUS
+        """Who is asking, as the identity stage resolved it; a 401 when nobody is (no
+        credentials, or no identity stage in front of this part)."""
+        principal = principal_of(self.scope)
+        if principal is None:
+            raise HTTPError(401, UNAUTHENTICATED, LOGIN_NEEDED)
+        return principal

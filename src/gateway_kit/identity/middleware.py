@@ -1,32 +1,82 @@
 """`IdentityMiddleware`: the first part of the stack, which gives every request its principal.
 
 The `resolve_principal` hooks are asked in turn; the first `Principal` one answers goes into the
-scope (``scope["gateway_kit.principal"]``, read with `gateway_kit.principal.principal_of`) for
-every part below, the wrapped app included. A resolver that fails (raises, answers nonsense,
-takes too long) refuses the request: 401 for HTTP, a refused handshake for a websocket. When no
-resolver answers, the request is the anonymous principal.
+scope (``scope["gateway_kit.principal"]``, read with `gateway_kit.principal.principal_of`; a WSGI
+app finds it in its environ under the same key) for every part below. What is refused here:
+
+- a resolver that fails (raises, answers nonsense, takes too long): 401;
+- an ``Authorization`` header that no resolver accepts: 401, never a fallback to the cookie
+  (a client that sends a token means that token);
+- an unsafe request (POST, PUT, PATCH, DELETE) to a CSRF-protected path from a principal a
+  browser sends by itself (a cookie) without that principal's CSRF token in the
+  ``X-CSRF-Token`` header: 403.
+
+A request nobody answers for goes on without a principal (the wrapped app serves its login
+page); the gateway's routes then answer 401. With ``allow_anonymous`` it goes on as the
+``anonymous`` principal instead. A refused websocket handshake is closed before it is accepted.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hmac
+from collections.abc import Sequence
+
+from ..access.logins import EndedLogins
 from ..hooks import Plugins
 from ..hooks.policy import Refused
 from ..http.errors import UNAUTHENTICATED, send_error
-from ..principal import ANONYMOUS, PRINCIPAL_KEY
-from ..types import ASGIApp, Receive, Scope, Send
+from ..http.request import header, relative_path
+from ..principal import ANONYMOUS, PRINCIPAL_KEY, Principal
+from ..types import ASGIApp, Message, Receive, Scope, Send
+from .flask_session import FlaskSessionReader
+from .logout import login_ended
 
 REFUSED_MESSAGE = "the request's credentials could not be checked; try again or log in again"
-# Closing before accepting makes the server refuse the handshake (HTTP 403).
-WEBSOCKET_REFUSED = {"type": "websocket.close", "code": 1008, "reason": REFUSED_MESSAGE}
+BAD_AUTHORIZATION = "the Authorization header holds no valid credential"
+CSRF_FAILED = "csrf_failed"
+CSRF_MESSAGE = (
+    "this request needs the session's CSRF token in the X-CSRF-Token header "
+    "(the app's pages have it)"
+)
+CSRF_HEADER = b"x-csrf-token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+def refusal(message: str) -> dict[str, object]:
+    # Closing before accepting makes the server refuse the handshake (HTTP 403).
+    return {"type": "websocket.close", "code": 1008, "reason": message}
 
 
 class IdentityMiddleware:
     """:param plugins: whose `resolve_principal` hooks to ask (a `Plugins` of the built-ins
-    when not given)."""
+        when not given).
+    :param allow_anonymous: give a request nobody answers for the ``anonymous`` principal.
+    :param csrf_paths: path prefixes whose unsafe requests need a browser principal's CSRF
+        token (the gateway's own routes; the wrapped app keeps its own protection).
+    :param csrf_exempt: path prefixes inside those that need none (the Socket.IO endpoint,
+        which admits by ticket, not by cookie).
+    :param logins: where the wrapped Flask app's cookie logins are read (a
+        `FlaskSessionReader`) and where ended ones are noted (`EndedLogins`): a response that
+        logs a cookie principal out ends its login. None: logouts are not watched.
+    """
 
-    def __init__(self, app: ASGIApp, *, plugins: Plugins | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        plugins: Plugins | None = None,
+        allow_anonymous: bool = False,
+        csrf_paths: Sequence[str] = (),
+        csrf_exempt: Sequence[str] = (),
+        logins: tuple[FlaskSessionReader, EndedLogins] | None = None,
+    ) -> None:
         self.app = app
         self.plugins = plugins if plugins is not None else Plugins()
+        self.allow_anonymous = allow_anonymous
+        self.csrf_paths = tuple(csrf_paths)
+        self.csrf_exempt = tuple(csrf_exempt)
+        self.logins = logins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -35,10 +85,59 @@ class IdentityMiddleware:
             return
         answer = self.plugins.resolve_principal(scope)
         if isinstance(answer, Refused):
-            if kind == "http":
-                await send_error(send, 401, UNAUTHENTICATED, REFUSED_MESSAGE)
-            else:
-                await send(WEBSOCKET_REFUSED)
+            await self.refuse(kind, send, 401, UNAUTHENTICATED, REFUSED_MESSAGE)
             return
-        scope[PRINCIPAL_KEY] = answer or ANONYMOUS
+        if answer is None:
+            if header(scope, b"authorization") is not None:
+                await self.refuse(kind, send, 401, UNAUTHENTICATED, BAD_AUTHORIZATION)
+                return
+            answer = ANONYMOUS if self.allow_anonymous else None
+        if answer is None:
+            scope.pop(PRINCIPAL_KEY, None)
+        else:
+            scope[PRINCIPAL_KEY] = answer
+            if kind == "http" and not self.csrf_passed(scope, answer):
+                await send_error(send, 403, CSRF_FAILED, CSRF_MESSAGE)
+                return
+            if kind == "http" and self.logins is not None and answer.sent_by_browser:
+                send = self.watch_logout(answer, send)
         await self.app(scope, receive, send)
+
+    def watch_logout(self, principal: Principal, send: Send) -> Send:
+        assert self.logins is not None
+        reader, ended = self.logins
+
+        async def watched(message: Message) -> None:
+            headers = message.get("headers", ())
+            if (
+                message["type"] == "http.response.start"
+                and principal.credential_id
+                and login_ended(reader, principal, headers)
+            ):
+                # Noted before the client hears of the logout: its old cookie is refused.
+                await asyncio.to_thread(ended.end, principal.credential_id, principal.user_id)
+            await send(message)
+
+        return watched
+
+    def csrf_passed(self, scope: Scope, principal: Principal) -> bool:
+        if not principal.sent_by_browser or scope["method"] in SAFE_METHODS:
+            return True
+        path = relative_path(scope)
+        if not _under(path, self.csrf_paths) or _under(path, self.csrf_exempt):
+            return True
+        sent, expected = header(scope, CSRF_HEADER), principal.csrf_token
+        if not sent or not expected:
+            return False
+        return hmac.compare_digest(sent.encode("latin-1"), expected.encode("utf-8"))
+
+    @staticmethod
+    async def refuse(kind: str, send: Send, status: int, code: str, message: str) -> None:
+        if kind == "http":
+            await send_error(send, status, code, message)
+        else:
+            await send(refusal(message))
+
+
+def _under(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)

@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from ..access import StreamOwners
+from ..access.tokens import check_user_id
 from ..exceptions import LogClosed, RunConflict, RunError
 from ..log import Event, EventLog
 from ..log.event import TERMINAL_TYPES
@@ -92,6 +94,8 @@ class OwnedRun:
     :param run_id: the run's id (a new one when None).
     :param lease_ttl: seconds the run's lease lasts unrenewed: after a crash, how long the
         run stays open before a sweeper ends it.
+    :param owner: the user the run is written for: made the stream's owner, unless it has
+        one, before the first event (the default subscription rule lets the owner read it).
     """
 
     def __init__(
@@ -101,11 +105,15 @@ class OwnedRun:
         stream: str,
         run_id: str | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        owner: str | None = None,
     ) -> None:
         run_id = uuid.uuid4().hex if run_id is None else run_id
         log.check(stream=stream, type=FINISH, run_id=run_id)  # InvalidEvent, nothing written
         if not _positive(lease_ttl):
             raise ValueError(BAD_TTL.format(value=lease_ttl))
+        if owner is not None:
+            check_user_id(owner)
+        self.owner = owner
         self.log = log
         self.stream = stream
         self.run_id = run_id
@@ -136,6 +144,8 @@ class OwnedRun:
         if end is not None:
             self._lease.release()
             raise RunError(ALREADY_ENDED.format(run_id=self.run_id, type=end.type))
+        if self.owner is not None:
+            StreamOwners(self.log).declare(self.stream, self.owner)
         self._open = True
         self._renewer = threading.Thread(
             target=self._renew_forever, name=f"gateway-kit-run-{self.run_id}", daemon=True
@@ -263,10 +273,12 @@ def owned_run(
     stream: str,
     run_id: str | None = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
+    owner: str | None = None,
 ) -> OwnedRun:
     """A run of `stream` this process writes, for ``with owned_run(...) as run:``: it ends with
-    `Finish` when the block ends, with `Error` when it raises or when the process dies."""
-    return OwnedRun(log, stream=stream, run_id=run_id, lease_ttl=lease_ttl)
+    `Finish` when the block ends, with `Error` when it raises or when the process dies.
+    `owner` names the user the run is written for (the stream's owner unless it has one)."""
+    return OwnedRun(log, stream=stream, run_id=run_id, lease_ttl=lease_ttl, owner=owner)
 
 
 def _positive(value: object) -> bool:

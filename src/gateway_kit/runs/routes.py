@@ -6,6 +6,10 @@
     GET  {prefix}/runs/{run_id}           the run: its status, its attempts (each with its
                                           goose request id) and the seq of its terminal event
 
+Every route needs a principal (401). Starting a run in a stream nobody owns makes the principal
+its owner; a stream, and its runs, are then used by whom `authorize_subscription` lets read it
+(403 for the others).
+
 A request that cannot be served is refused before anything is written: a body that is not JSON
 (415 without a JSON content type, 413 above the size limit, 400 otherwise), a message that is not
 a non-empty string, or a stream name or message the log cannot hold (400, or 413 when the
@@ -14,9 +18,11 @@ message is too large for one event).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from ..access import StreamOwners
 from ..exceptions import (
     InvalidEvent,
     PayloadTooLarge,
@@ -25,8 +31,9 @@ from ..exceptions import (
     UpstreamError,
     UpstreamUnavailable,
 )
+from ..hooks import Plugins
 from ..http.body import read_json_body
-from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
+from ..http.errors import FORBIDDEN, INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
 from ..http.lifespan import observe_lifespan
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
@@ -43,6 +50,7 @@ UPSTREAM_ERROR = "upstream_error"
 NO_UPSTREAM = "no_upstream"
 BODY_MESSAGE = 'the body must be a JSON object with a non-empty string "message"'
 NO_UPSTREAM_MESSAGE = "this gateway has no upstream: pass Gateway(upstream=GooseUpstream(...))"
+NOT_YOURS = "you may not use stream {stream!r}"
 
 
 def run_json(
@@ -77,6 +85,8 @@ class RunRoutes:
     """:param service: what starts and cancels runs; None answers 501 (no upstream).
     :param prefix: where the routes live.
     :param max_body_bytes: the largest request body accepted (413 above it).
+    :param plugins: whose `authorize_subscription` decides who uses a stream's runs (a
+        `Plugins` of the built-ins when not given).
     """
 
     def __init__(
@@ -86,10 +96,13 @@ class RunRoutes:
         service: RunService | None,
         prefix: str = DEFAULT_PREFIX,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        plugins: Plugins | None = None,
     ) -> None:
         self.app = app
         self.service = service
         self.max_body_bytes = max_body_bytes
+        self.plugins = plugins if plugins is not None else Plugins()
+        self.owners = StreamOwners(service.log) if service is not None else None
         self.router = Router(
             prefix.rstrip("/"),
             [
@@ -115,14 +128,27 @@ class RunRoutes:
             raise HTTPError(501, NO_UPSTREAM, NO_UPSTREAM_MESSAGE)
         return self.service
 
+    async def authorize(self, request: Request, stream: str) -> None:
+        if not await self.plugins.authorize_subscription(request.principal, stream):
+            raise HTTPError(403, FORBIDDEN, NOT_YOURS.format(stream=stream))
+
     async def start(self, request: Request) -> None:
+        principal = request.principal
         body = await read_json_body(request, max_bytes=self.max_body_bytes)
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, str) or not message.strip():
             raise HTTPError(400, INVALID_BODY, BODY_MESSAGE)
         service = self._service()
+        owners = self.owners
+
+        async def admit(stream: str) -> None:
+            # The first run through the gateway makes its principal the stream's owner.
+            if owners is not None and not principal.anonymous:
+                await asyncio.to_thread(owners.declare, stream, principal.user_id)
+            await self.authorize(request, stream)
+
         try:
-            run = await service.start(request.path_params["stream"], message)
+            run = await service.start(request.path_params["stream"], message, admit=admit)
         except PayloadTooLarge as exc:
             raise HTTPError(413, PAYLOAD_TOO_LARGE, str(exc)) from None
         except InvalidEvent as exc:
@@ -134,9 +160,12 @@ class RunRoutes:
         await send_json(request.send, 200, run_json(run))
 
     async def cancel(self, request: Request) -> None:
+        request.principal  # noqa: B018 - a 401 before anything else
         service = self._service()
+        run_id = request.path_params["run_id"]
         try:
-            run = await service.cancel(request.path_params["run_id"])
+            await self.authorize(request, (await service.get(run_id)).stream)
+            run = await service.cancel(run_id)
         except RunNotFound as exc:
             raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
         except UpstreamError as exc:
@@ -144,6 +173,7 @@ class RunRoutes:
         await send_json(request.send, 200, run_json(run))
 
     async def show(self, request: Request) -> None:
+        request.principal  # noqa: B018 - a 401 before anything else
         run_id = request.path_params["run_id"]
         if self.service is None:
             raise HTTPError(404, RUN_NOT_FOUND, f"no run {run_id!r}")
@@ -151,6 +181,7 @@ class RunRoutes:
             run = await self.service.get(run_id)
         except RunNotFound as exc:
             raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
+        await self.authorize(request, run.stream)
         attempts = await self.service.attempts(run_id)
         end = await self.service.log.arun_end(run_id)
         terminal_seq = None if end is None else end.seq

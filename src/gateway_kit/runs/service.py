@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 
 from ..exceptions import InvalidEvent, RunConflict, RunNotFound, SessionBusy, UpstreamError
 from ..log import EventLog
@@ -43,11 +44,19 @@ class RunService:
         )
         self.working_dir = working_dir
 
-    async def start(self, stream: str, message: str) -> Run:
+    async def start(
+        self,
+        stream: str,
+        message: str,
+        *,
+        admit: Callable[[str], Awaitable[None]] | None = None,
+    ) -> Run:
         """Start one agent turn in `stream`; `RunConflict` while another run is active there.
 
         Everything the run will write is checked first: a stream name or message the log
-        cannot hold raises `InvalidEvent` before a session is bound or a run recorded.
+        cannot hold raises `InvalidEvent` before a session is bound or a run recorded. Then
+        `admit(stream)` runs, the caller's last word (who may start runs there): what it
+        raises stops the start before the run writes anything.
         """
         run_id = str(uuid.uuid4())
         started = {"run_id": run_id, "message": message}
@@ -56,6 +65,8 @@ class RunService:
         # can: its data is JSON, where NUL is escaped). Refused on every backend alike.
         if "\x00" in message:
             raise InvalidEvent(NUL_MESSAGE)
+        if admit is not None:
+            await admit(stream)
         await self._settle_ended(stream)
         binding = await asyncio.to_thread(self.store.binding, stream)
         if binding is None:

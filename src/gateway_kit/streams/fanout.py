@@ -34,8 +34,8 @@ STOP_OVERFLOW = "overflow"
 STOP_SHUTDOWN = "shutdown"
 STOP_LOG_CLOSED = "log_closed"
 
-# (seq, SSE frame, is terminal): one tuple per event, shared by every subscriber.
-Item = tuple[int, bytes, bool]
+# (seq, SSE frame, is terminal, the event): one tuple per event, shared by every subscriber.
+Item = tuple[int, bytes, bool, Event]
 
 
 class Subscription:
@@ -211,7 +211,7 @@ class Hub:
             by_run = self._subs.get(("run", event.run_id)) if event.run_id is not None else None
             if not by_stream and not by_run:
                 continue
-            item = (event.seq, frame(event), event.is_terminal)
+            item = (event.seq, frame(event), event.is_terminal, event)
             for subs in (by_stream, by_run):
                 for sub in subs or ():
                     if not sub.offer(item):

@@ -10,8 +10,9 @@ event, then ``"completed"`` (``Finish``) or ``"failed"`` (``Error``).
 
 A task the log does not know is not answered here: the request goes on to the wrapped app, so
 a legacy app that still keeps its own deque keeps working while its writes move to the log. A
-task the log knows is read only by whom `authorize_subscription` allows to read its stream
-(403 otherwise).
+task the log knows needs a principal (401) and is read only by whom `authorize_subscription`
+allows to read its stream; the others get the 404 the legacy app gave for another user's task,
+which says nothing of whether the task exists.
 One answer holds at most `MAX_EVENTS` events, the old deque's capacity; a client that polls
 with `next_offset` gets the rest on its next poll.
 """
@@ -23,7 +24,7 @@ import logging
 
 from ..exceptions import InvalidEvent
 from ..hooks import Plugins
-from ..http.errors import FORBIDDEN, HTTPError, send_json_text
+from ..http.errors import NOT_FOUND, HTTPError, send_json_text
 from ..http.request import BadPath, Request, decode_segment, relative_path
 from ..log import EventLog
 from ..log.event import check_name
@@ -40,7 +41,7 @@ BAD_OFFSET = "from must be a non-negative integer index, got {value!r}"
 OFFSET_TOO_LARGE = "from is larger than any index a task can have, got {value!r}"
 STATUS_BY_TERMINAL = {"Finish": "completed", "Error": "failed"}
 RUNNING = "running"
-REFUSED = "you may not read task {task_id!r}"
+NO_SUCH_TASK = "no task {task_id} of yours"
 
 
 class LegacyTaskPoll:
@@ -97,7 +98,8 @@ class LegacyTaskPoll:
             return False
         offset = parse_offset(request.query)
         if not await self.plugins.authorize_subscription(request.principal, entry.stream):
-            raise HTTPError(403, FORBIDDEN, REFUSED.format(task_id=task_id))
+            # As the legacy app answered another user's task: whether it exists stays unsaid.
+            raise HTTPError(404, NOT_FOUND, NO_SUCH_TASK.format(task_id=task_id))
         try:
             await serve_legacy_poll(request.send, self.service.log, entry, task_id, offset)
         except Exception:

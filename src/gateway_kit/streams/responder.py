@@ -155,7 +155,7 @@ class EventStreamResponder:
         while True:
             await src.sub.wake.wait()
             chunk: list[bytes] = []
-            for seq, data, terminal in src.sub.take():
+            for seq, data, terminal, _ in src.sub.take():
                 if seq <= last:
                     continue  # already sent by the replay
                 chunk.append(data)

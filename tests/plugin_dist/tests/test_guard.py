@@ -32,6 +32,7 @@ def log(tmp_path: Path) -> Iterator[EventLog]:
 def guarded(log: EventLog, guard: PrefixGuard, **settings: Any) -> Gateway:
     """A Gateway with `guard` passed in, and no other distribution's plugins."""
     return Gateway(
+        allow_anonymous=True,
         log=log,
         plugins=[guard],
         load_entry_points=False,

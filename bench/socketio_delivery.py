@@ -1,0 +1,179 @@
+"""Socket.IO delivery: 500 clients over 50 streams, gateway_kit against bare python-socketio.
+
+- bare: a python-socketio server alone (ASGI, uvicorn), a room per stream; its
+  ``POST /bench/append`` emits the event to the stream's room from memory;
+- gateway_kit: `Gateway`'s Socket.IO endpoint over an `EventLog` (SQLite, WAL,
+  synchronous=FULL): each client trades a one-time ticket at connect and subscribes to its
+  stream; ``POST /bench/append`` appends durably, and the gateway delivers from the log.
+
+Each server runs alone in its own uvicorn process; the clients (python-socketio's
+`AsyncClient` over websocket, client k on stream k mod 50) run in two client processes. This
+process appends through the server's own HTTP route at a steady rate, round-robin over the
+streams, each event carrying the time its append was sent: latency is arrival minus send time,
+over every (client, event) pair after a warm-up. Memory per idle connection: the server's
+resident memory once every client is connected and subscribed, minus before any connected,
+over the number of clients. Each round runs both, in alternating order; the ratios are medians
+of per-round ratios.
+
+    .venv/bin/python bench/socketio_delivery.py          # about 2 minutes on 2 cores
+    .venv/bin/python bench/socketio_delivery.py --rounds 5 --clients 500 --streams 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from _common import TYPE, payload, print_table
+from _harness import (
+    Clients,
+    LowerIsBetter,
+    Server,
+    Workdir,
+    add_server_options,
+    apply_server_options,
+    machine_load,
+    percentile,
+    raise_open_files,
+    server_stack,
+)
+
+KINDS = ("socketio-bare", "gateway")
+LABELS = {"socketio-bare": "python-socketio", "gateway": "gateway_kit"}
+WARMUP = 2  # events per stream not counted
+DRAIN_SECONDS = 20.0
+
+
+@dataclass
+class Outcome:
+    latencies: list[float]
+    missing: int
+    duplicates: int
+    kib_per_connection: float
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.latencies, 99)
+
+    @property
+    def p50(self) -> float:
+        return percentile(self.latencies, 50)
+
+
+async def append_round_robin(url: str, streams: int, per_stream: int, rate: float) -> None:
+    """`per_stream` events to each of `streams` streams, one every 1/`rate` s in all."""
+
+    async def post(client: httpx.AsyncClient, stream: int, i: int) -> None:
+        data = {**payload(i), "t": time.time(), "i": i}
+        answer = await client.post(url, json={"stream": f"s{stream}", "type": TYPE, "data": data})
+        answer.raise_for_status()
+
+    async with httpx.AsyncClient(timeout=30) as client:
+        start = time.perf_counter()
+        tasks = []
+        for n in range(streams * per_stream):
+            delay = start + n / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(post(client, n % streams, n // streams)))
+        await asyncio.gather(*tasks)
+
+
+def measure(work: Workdir, kind: str, args: argparse.Namespace) -> Outcome:
+    per_stream = WARMUP + args.events
+    job: dict[str, Any] = {
+        "mode": "sockets",
+        "streams": args.streams,
+        "expect": per_stream,
+        "warmup": WARMUP,
+        "tickets": kind == "gateway",
+        "timeout": args.streams * per_stream / args.rate + DRAIN_SECONDS,
+    }
+    with Server(work, kind, db=kind == "gateway") as server:
+        job["base"] = server.url
+        time.sleep(0.5)  # settle the server's start-up allocations before the baseline
+        before = server.rss_kib()
+        half = args.clients // 2
+        clients = [
+            Clients({**job, "first": 0, "count": half}),
+            Clients({**job, "first": half, "count": args.clients - half}),
+        ]
+        try:
+            for client in clients:
+                client.wait_ready(120)
+            connected = server.rss_kib()
+            url = f"{server.url}/bench/append"
+            asyncio.run(append_round_robin(url, args.streams, per_stream, args.rate))
+            results = [client.result(job["timeout"] + 30) for client in clients]
+        finally:
+            for client in clients:
+                client.kill()
+    latencies = [ms for r in results for ms in r["latencies"]]
+    delivered = sum(sum(r["counts"]) for r in results)
+    return Outcome(
+        latencies=latencies,
+        missing=args.clients * per_stream - delivered,
+        duplicates=sum(r["duplicates"] for r in results),
+        kib_per_connection=(connected - before) / args.clients,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument("--clients", type=int, default=500, help="default 500")
+    parser.add_argument("--streams", type=int, default=50, help="default 50")
+    parser.add_argument("--events", type=int, default=6, help="counted events per stream (6)")
+    parser.add_argument("--rate", type=float, default=25.0, help="appends per second (25)")
+    parser.add_argument("--dir", default=None, help="where the database files go (default: TMP)")
+    add_server_options(parser)
+    args = parser.parse_args()
+    apply_server_options(args)
+    raise_open_files()
+
+    p99 = LowerIsBetter("delivery p99: gateway_kit vs python-socketio (x lower)", 1 / 1.2)
+    memory = LowerIsBetter("memory per idle connection (x lower)", 1 / 1.2)
+    p50 = LowerIsBetter("delivery p50 (x lower)", None)
+    print(
+        f"{server_stack()}; {args.clients} clients over {args.streams} streams in 2 processes; "
+        f"{args.rate:g} appends/s, {WARMUP}+{args.events} per stream; {args.rounds} rounds"
+    )
+    print(f"At the start: {machine_load()}")
+    work = Workdir(args.dir)
+    complete = True
+    try:
+        for rnd in range(args.rounds):
+            order = KINDS if rnd % 2 == 0 else KINDS[::-1]
+            outcomes = {kind: measure(work, kind, args) for kind in order}
+            ours, bare = outcomes["gateway"], outcomes["socketio-bare"]
+            p99.add(ours.p99, bare.p99)
+            p50.add(ours.p50, bare.p50)
+            memory.add(ours.kib_per_connection, bare.kib_per_connection)
+            complete = complete and not any(o.missing or o.duplicates for o in outcomes.values())
+            line = ", ".join(
+                f"{LABELS[k]} p50/p99 {o.p50:.1f}/{o.p99:.1f} ms, "
+                f"{o.kib_per_connection:.0f} KiB/conn (missing {o.missing}, dup {o.duplicates})"
+                for k, o in outcomes.items()
+            )
+            print(f"  round {rnd + 1}/{args.rounds}: {line}", flush=True)
+    finally:
+        work.cleanup()
+    p99.notes.append("goal: gateway_kit's p99 at most 1.2x python-socketio's (ratio >= 0.83)")
+    memory.notes.append("goal: at most 1.2x python-socketio's memory per idle connection")
+    print_table(
+        "Goals (ratio = python-socketio's / gateway_kit's; delivery "
+        + ("complete" if complete else "INCOMPLETE")
+        + ")",
+        [p99, memory, p50],
+        "gateway_kit",
+        "python-socketio",
+    )
+    print(f"\nAt the end: {machine_load()}")
+
+
+if __name__ == "__main__":
+    main()

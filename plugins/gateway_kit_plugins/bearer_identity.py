@@ -1,0 +1,52 @@
+"""Principals from ``Authorization: Bearer gk_...`` API tokens (method ``bearer``).
+
+Tokens are made with ``gateway-kit tokens create USER [--scope S]`` and stored hashed
+(`gateway_kit.access.ApiTokens`); a revoked one is refused at once. A Bearer value that is not
+such a token is left to the other resolvers, and refused (401) when none takes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gateway_kit import Principal, hookimpl
+from gateway_kit.access import ApiTokens, TokenKind
+from gateway_kit.hooks import PluginContext
+from gateway_kit.http.request import header
+from gateway_kit.principal import BEARER_METHOD
+from gateway_kit.types import Scope
+
+SCHEME = "bearer "
+
+
+def bearer_token(scope: Scope) -> str | None:
+    value = header(scope, b"authorization")
+    if value is None or value[: len(SCHEME)].lower() != SCHEME:
+        return None
+    return value[len(SCHEME) :].strip() or None
+
+
+class BearerIdentity:
+    def __init__(self) -> None:
+        self.tokens: ApiTokens | None = None
+
+    @hookimpl
+    def configure_plugin(self, config: Mapping[str, Any], context: PluginContext) -> None:
+        if context.log is not None:
+            self.tokens = ApiTokens(context.log)
+
+    @hookimpl(trylast=True)
+    def resolve_principal(self, scope: Scope) -> Principal | None:
+        token = bearer_token(scope)
+        if token is None or self.tokens is None:
+            return None
+        found = self.tokens.check(token, TokenKind.API)
+        if found is None:
+            return None
+        return Principal(
+            user_id=found.user_id,
+            method=BEARER_METHOD,
+            credential_id=found.token_id,
+            scopes=found.scopes,
+        )

@@ -1,0 +1,83 @@
+"""Principals from host-login tokens (method ``host``), for a CLI or desktop client on the
+gateway's own machine.
+
+A host-login token (``gateway-kit tokens create USER --host``, sent as ``Authorization: Bearer
+gkh_...``) is accepted only from a loopback peer that sent no forwarding header and named a
+local ``Host``: through a proxy, even one on the same machine, the real client is someone else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
+
+from gateway_kit import Principal, hookimpl
+from gateway_kit.access import ApiTokens, TokenKind
+from gateway_kit.hooks import PluginContext
+from gateway_kit.http.request import header
+from gateway_kit.principal import HOST_METHOD
+from gateway_kit.types import Scope
+
+from .bearer_identity import bearer_token
+
+FORWARDING_HEADERS = (b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-real-ip")
+LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
+
+
+def loopback(address: object) -> bool:
+    if not isinstance(address, str):
+        return False
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def local_host_header(value: str | None) -> bool:
+    """Whether a ``Host`` header names this machine: localhost or a loopback address, with
+    or without a port."""
+    if not value:
+        return False
+    host = value.strip().lower()
+    if host.startswith("["):  # [::1]:8000
+        host = host[1 : host.find("]")] if "]" in host else ""
+    elif host.count(":") == 1:
+        host = host.partition(":")[0]
+    return host in LOCAL_NAMES or loopback(host)
+
+
+def from_this_host(scope: Scope) -> bool:
+    client = scope.get("client")
+    if not client or not loopback(client[0]):
+        return False
+    if any(header(scope, name) is not None for name in FORWARDING_HEADERS):
+        return False
+    return local_host_header(header(scope, b"host"))
+
+
+class HostLoginIdentity:
+    def __init__(self) -> None:
+        self.tokens: ApiTokens | None = None
+
+    @hookimpl
+    def configure_plugin(self, config: Mapping[str, Any], context: PluginContext) -> None:
+        if context.log is not None:
+            self.tokens = ApiTokens(context.log)
+
+    @hookimpl(trylast=True)
+    def resolve_principal(self, scope: Scope) -> Principal | None:
+        token = bearer_token(scope)
+        if token is None or self.tokens is None or not token.startswith("gkh_"):
+            return None
+        if not from_this_host(scope):
+            return None  # refused: the Authorization header is then invalid (401)
+        found = self.tokens.check(token, TokenKind.HOST)
+        if found is None:
+            return None
+        return Principal(
+            user_id=found.user_id,
+            method=HOST_METHOD,
+            credential_id=found.token_id,
+            scopes=found.scopes,
+        )

@@ -1,0 +1,156 @@
+"""`SocketTickets`: one-time tickets a client trades for a Socket.IO connection.
+
+A ticket is 256 random bits, stored as its SHA-256, valid for `ttl` seconds and for one
+connect: consuming it is one conditional UPDATE (unused and unexpired → used), so two connects
+racing with one ticket get one connection. It is bound to the user and credential it was issued
+to, and for a browser to the Origin of the page that asked. Issuing never touches the user's
+other tickets, so any number of tabs and devices connect at once; a user holding more than
+`per_user` unused tickets loses the oldest, and a credential asking more than `rate` times in
+`rate_window` seconds is told when to come back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from ..log import EventLog
+from ..principal import Principal
+from .secrets import digest, new_secret
+from .tables import socket_tickets
+
+DEFAULT_TTL = 30.0
+DEFAULT_PER_USER = 32
+DEFAULT_RATE = 20
+DEFAULT_RATE_WINDOW = 10.0
+# Used and expired tickets are kept this long (for the rate window), then deleted.
+KEEP_SPENT = 60.0
+
+
+class RateLimited(Exception):
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"too many tickets asked for; try again in {retry_after:.0f} s")
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class TicketHolder:
+    """Whom a consumed ticket was issued to."""
+
+    principal: Principal
+    origin: str | None
+
+
+class SocketTickets:
+    def __init__(
+        self,
+        log: EventLog,
+        *,
+        ttl: float = DEFAULT_TTL,
+        per_user: int = DEFAULT_PER_USER,
+        rate: int = DEFAULT_RATE,
+        rate_window: float = DEFAULT_RATE_WINDOW,
+    ) -> None:
+        for name, value in (("ttl", ttl), ("rate_window", rate_window)):
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        for name, count in (("per_user", per_user), ("rate", rate)):
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ValueError(f"{name} must be a positive integer, got {count!r}")
+        self.log = log
+        self.ttl = float(ttl)
+        self.per_user = per_user
+        self.rate = rate
+        self.rate_window = float(rate_window)
+
+    def issue(self, principal: Principal, *, origin: str | None = None) -> tuple[str, float]:
+        """A new ticket for `principal` (bound to `origin` when a browser asked): its text and
+        seconds to live. `RateLimited` when its credential asked too often."""
+        now = time.time()
+        ticket = new_secret()
+        holder = principal.credential_id or f"user:{principal.user_id}"
+        with self.log.engine.begin() as conn:
+            conn.execute(
+                socket_tickets.delete().where(socket_tickets.c.expires_at < now - KEEP_SPENT)
+            )
+            recent = (
+                conn.execute(
+                    sa.select(socket_tickets.c.issued_at)
+                    .where(
+                        socket_tickets.c.credential_id == holder,
+                        socket_tickets.c.issued_at > now - self.rate_window,
+                    )
+                    .order_by(socket_tickets.c.issued_at)
+                )
+                .scalars()
+                .all()
+            )
+            if len(recent) >= self.rate:
+                raise RateLimited(max(1.0, recent[0] + self.rate_window - now))
+            conn.execute(
+                socket_tickets.insert().values(
+                    ticket_hash=digest(ticket),
+                    user_id=principal.user_id,
+                    method=principal.method,
+                    credential_id=holder,
+                    scopes=json.dumps(sorted(principal.scopes)),
+                    origin=origin,
+                    issued_at=now,
+                    expires_at=now + self.ttl,
+                )
+            )
+            # The per-user cap: the oldest unused tickets beyond it go, nothing else does.
+            unused = (
+                sa.select(socket_tickets.c.ticket_hash)
+                .where(
+                    socket_tickets.c.user_id == principal.user_id,
+                    socket_tickets.c.used_at.is_(None),
+                    socket_tickets.c.expires_at > now,
+                )
+                .order_by(socket_tickets.c.issued_at.desc(), socket_tickets.c.ticket_hash)
+                .offset(self.per_user)
+            )
+            evicted = conn.execute(unused).scalars().all()
+            if evicted:
+                conn.execute(
+                    socket_tickets.delete().where(socket_tickets.c.ticket_hash.in_(evicted))
+                )
+        return ticket, self.ttl
+
+    def consume(self, ticket: str) -> TicketHolder | None:
+        """Use `ticket` up: whom it was issued to, or None when it is unknown, used, expired or
+        evicted. Atomic: of two consumers of one ticket, one gets it."""
+        if not isinstance(ticket, str) or not ticket or len(ticket) > 200:
+            return None
+        now = time.time()
+        with self.log.engine.begin() as conn:
+            row = conn.execute(
+                socket_tickets.update()
+                .where(
+                    socket_tickets.c.ticket_hash == digest(ticket),
+                    socket_tickets.c.used_at.is_(None),
+                    socket_tickets.c.expires_at > now,
+                )
+                .values(used_at=now)
+                .returning(
+                    socket_tickets.c.user_id,
+                    socket_tickets.c.method,
+                    socket_tickets.c.credential_id,
+                    socket_tickets.c.scopes,
+                    socket_tickets.c.origin,
+                )
+            ).first()
+        if row is None:
+            return None
+        credential = None if row.credential_id.startswith("user:") else row.credential_id
+        principal = Principal(
+            user_id=row.user_id,
+            method=row.method,
+            credential_id=credential,
+            scopes=frozenset(json.loads(row.scopes)),
+        )
+        return TicketHolder(principal, row.origin)

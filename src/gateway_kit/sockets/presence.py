@@ -1,0 +1,164 @@
+"""`Presence`: who watches which stream, per user and per connection, across processes.
+
+Each Socket.IO connection and each of its subscriptions is a row; a process's rows count only
+while its lease (renewed by that process) lives, so a process that dies stops counting within a
+lease's time, and any process deletes what it left. Every process answers the same.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sqlalchemy as sa
+
+from ..access.tables import socket_connections, socket_subscriptions
+from ..log import EventLog
+from ..principal import Principal
+from ..runs.lease import Lease
+from ..runs.tables import leases
+
+LEASE_PREFIX = "socket-process:"
+DEFAULT_TTL = 10.0
+
+
+class Presence:
+    def __init__(self, log: EventLog, process_id: str, *, ttl: float = DEFAULT_TTL) -> None:
+        self.log = log
+        self.process_id = process_id
+        self.lease = Lease(log.engine, LEASE_PREFIX + process_id, process_id, ttl)
+        live = sa.and_(
+            leases.c.name == sa.literal(LEASE_PREFIX) + socket_connections.c.process_id,
+            leases.c.expires_at > sa.bindparam("now"),
+        )
+        self._watching = (
+            sa.select(
+                socket_connections.c.connection_id,
+                socket_connections.c.user_id,
+                socket_connections.c.method,
+                socket_subscriptions.c.subscribed_at,
+            )
+            .select_from(
+                socket_subscriptions.join(
+                    socket_connections,
+                    socket_connections.c.connection_id == socket_subscriptions.c.connection_id,
+                ).join(leases, live)
+            )
+            .where(socket_subscriptions.c.stream == sa.bindparam("stream"))
+            .order_by(socket_subscriptions.c.subscribed_at)
+        )
+
+    def keep_alive(self) -> None:
+        """Renew this process's lease (taking it anew after a pause long enough to lose it)."""
+        self.lease.acquire()
+
+    def connected(self, connection_id: str, principal: Principal) -> None:
+        if not self.lease.held:
+            self.keep_alive()
+        with self.log.engine.begin() as conn:
+            conn.execute(
+                socket_connections.insert().values(
+                    connection_id=connection_id,
+                    process_id=self.process_id,
+                    user_id=principal.user_id,
+                    method=principal.method,
+                    credential_id=principal.credential_id,
+                    connected_at=time.time(),
+                )
+            )
+
+    def disconnected(self, connection_id: str) -> list[str]:
+        """Forget a connection; the streams it watched."""
+        with self.log.engine.begin() as conn:
+            streams = list(
+                conn.execute(
+                    sa.select(socket_subscriptions.c.stream).where(
+                        socket_subscriptions.c.connection_id == connection_id
+                    )
+                ).scalars()
+            )
+            conn.execute(
+                socket_subscriptions.delete().where(
+                    socket_subscriptions.c.connection_id == connection_id
+                )
+            )
+            conn.execute(
+                socket_connections.delete().where(
+                    socket_connections.c.connection_id == connection_id
+                )
+            )
+        return streams
+
+    def subscribed(self, connection_id: str, stream: str) -> None:
+        with self.log.engine.begin() as conn:
+            conn.execute(
+                socket_subscriptions.delete().where(
+                    socket_subscriptions.c.connection_id == connection_id,
+                    socket_subscriptions.c.stream == stream,
+                )
+            )
+            conn.execute(
+                socket_subscriptions.insert().values(
+                    connection_id=connection_id, stream=stream, subscribed_at=time.time()
+                )
+            )
+
+    def unsubscribed(self, connection_id: str, stream: str) -> None:
+        with self.log.engine.begin() as conn:
+            conn.execute(
+                socket_subscriptions.delete().where(
+                    socket_subscriptions.c.connection_id == connection_id,
+                    socket_subscriptions.c.stream == stream,
+                )
+            )
+
+    def watching(self, stream: str) -> dict[str, Any]:
+        """Who watches `stream` now: each user with their number of connections, and each
+        connection (its id, user and how it logged in); the same from every process."""
+        rows = self.log.select(self._watching, {"stream": stream, "now": time.time()})
+        users: dict[str, int] = {}
+        for row in rows:
+            users[row.user_id] = users.get(row.user_id, 0) + 1
+        return {
+            "stream": stream,
+            "users": [{"user_id": user, "connections": n} for user, n in users.items()],
+            "connections": [
+                {"connection_id": row.connection_id, "user_id": row.user_id, "method": row.method}
+                for row in rows
+            ],
+        }
+
+    def sweep(self) -> None:
+        """Delete the rows of processes whose lease ran out (they died)."""
+        now = time.time()
+        alive = sa.select(leases.c.name).where(leases.c.expires_at > now)
+        dead = sa.select(socket_connections.c.connection_id).where(
+            (sa.literal(LEASE_PREFIX) + socket_connections.c.process_id).not_in(alive)
+        )
+        with self.log.engine.begin() as conn:
+            gone = list(conn.execute(dead).scalars())
+            if gone:
+                conn.execute(
+                    socket_subscriptions.delete().where(
+                        socket_subscriptions.c.connection_id.in_(gone)
+                    )
+                )
+                conn.execute(
+                    socket_connections.delete().where(socket_connections.c.connection_id.in_(gone))
+                )
+
+    def close(self) -> None:
+        """This process stops serving: its rows go now, not when its lease runs out."""
+        with self.log.engine.begin() as conn:
+            mine = sa.select(socket_connections.c.connection_id).where(
+                socket_connections.c.process_id == self.process_id
+            )
+            conn.execute(
+                socket_subscriptions.delete().where(socket_subscriptions.c.connection_id.in_(mine))
+            )
+            conn.execute(
+                socket_connections.delete().where(
+                    socket_connections.c.process_id == self.process_id
+                )
+            )
+        self.lease.release()

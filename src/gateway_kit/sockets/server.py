@@ -1,0 +1,365 @@
+"""`SocketServer`: the gateway's Socket.IO endpoint (python-socketio, ASGI), at
+``{prefix}/socket.io``.
+
+- ``connect`` takes ``auth={"ticket": ...}``: a one-time ticket (`SocketTickets`), consumed
+  atomically, bound to its user, credential and (for a browser) Origin. Origins are checked
+  against an explicit allowlist (by default the gateway's own origin). A refused connect says
+  why in its ``connect_error`` message. Clients pass ``auth`` as a function, so that every
+  reconnect fetches a new ticket.
+- ``subscribe {"stream", "after"}`` is authorized like every read (`authorize_subscription`),
+  joins the stream's room, replays what the client missed from the log, then goes live without
+  gap or duplicate (the rule of the SSE streams: the live feed is registered before the replay
+  reads, and what both hold is sent once). Acknowledged with ``{"ok": true}`` or
+  ``{"ok": false, "error", "message"}``; events arrive as ``event`` messages holding envelopes.
+  ``unsubscribe {"stream"}`` leaves.
+- Presence: every (un)subscription and disconnect sends the stream's room a ``presence``
+  message (who watches it now, from every process); ``GET {prefix}/streams/{s}/presence``.
+- A revoked token, or a Flask login that logged out, loses its sockets within a check's time,
+  whichever process holds them.
+
+Several processes: each process delivers the log's events to its own connections (the log
+crosses processes by itself); what must reach connections of other processes (presence
+messages, disconnects) goes through python-socketio's Redis manager when `redis_url` is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import socketio
+
+from ..access import ApiTokens
+from ..access.logins import EndedLogins
+from ..access.tickets import SocketTickets
+from ..exceptions import InvalidEvent, LogClosed
+from ..hooks import Plugins
+from ..http.errors import HTTPError
+from ..log import Event, EventLog
+from ..log.event import check_name
+from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
+from ..runs.periodic import Periodic
+from ..streams.fanout import Subscription
+from ..streams.request import MAX_SEQ, Cursor, parse_cursor
+from ..streams.service import StreamService
+from ..streams.sse import reset_envelope
+from .presence import Presence
+
+logger = logging.getLogger("gateway_kit.sockets")
+
+SOCKETIO_PATH = "/socket.io"
+DEFAULT_REDIS_CHANNEL = "gateway-kit-socketio"
+DEFAULT_CHECK_INTERVAL = 1.0  # seconds between looks for revoked credentials
+REPLAY_PAGE = 500
+TICKET_NEEDED = "connect with auth={{'ticket': ...}}: POST {prefix}/socket-tickets gives one"
+TICKET_REFUSED = "the ticket is unknown, used already or expired: ask for a new one"
+WRONG_ORIGIN = "the ticket was issued to another origin"
+FOREIGN_ORIGIN = "{origin} is not an accepted origin of this gateway"
+ANOTHER_USER = "the ticket was issued to another user than this connection's credentials"
+CREDENTIAL_ENDED = "the credential that asked for this ticket was revoked or logged out"
+BAD_SUBSCRIPTION = 'send {"stream": "...", "after": seq}'
+NOT_CONNECTED = "this connection has no principal"
+
+
+@dataclass
+class Connection:
+    """What this process knows of one of its Socket.IO connections."""
+
+    sid: str
+    connection_id: str
+    principal: Principal
+    feeds: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+
+class SubscriptionRefused(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def ack(self) -> dict[str, Any]:
+        return {"ok": False, "error": self.code, "message": self.message}
+
+
+class SocketServer:
+    """:param log: the log the streams are read from.
+    :param plugins: whose `authorize_subscription` decides who reads what.
+    :param streams: the stream machinery (its live reader is shared with the SSE streams).
+    :param tickets: the ticket store.
+    :param prefix: the gateway's prefix; the endpoint is at ``{prefix}/socket.io``.
+    :param origins: the browser origins allowed to connect; None: the gateway's own origin
+        only. Clients that send no ``Origin`` (a CLI) are not asked.
+    :param redis_url: a Redis server for what crosses processes (python-socketio's
+        `AsyncRedisManager`); None for one process.
+    :param redis_channel: the Redis channel of this deployment's processes.
+    :param check_interval: seconds between looks for revoked credentials.
+    """
+
+    def __init__(
+        self,
+        *,
+        log: EventLog,
+        plugins: Plugins,
+        streams: StreamService,
+        tickets: SocketTickets,
+        prefix: str = "/gateway",
+        origins: Sequence[str] | None = None,
+        redis_url: str | None = None,
+        redis_channel: str = DEFAULT_REDIS_CHANNEL,
+        check_interval: float = DEFAULT_CHECK_INTERVAL,
+    ) -> None:
+        self.log = log
+        self.plugins = plugins
+        self.streams = streams
+        self.tickets = tickets
+        self.tokens = ApiTokens(log)
+        self.ended_logins = EndedLogins(log)
+        process_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.presence = Presence(log, process_id)
+        manager = (
+            socketio.AsyncRedisManager(redis_url, channel=redis_channel) if redis_url else None
+        )
+        self.origins = frozenset(origins) if origins is not None else None
+        self.sio = socketio.AsyncServer(
+            async_mode="asgi",
+            client_manager=manager,
+            # The Origin is checked at connect, against `origins`, so that a refusal says why
+            # (engine.io's own check refuses the transport with no reason a client sees).
+            # Connections are admitted by ticket, never by cookie: no credentials for CORS.
+            cors_allowed_origins="*",
+            cors_credentials=False,
+            logger=False,
+            engineio_logger=False,
+        )
+        self.app = socketio.ASGIApp(self.sio, socketio_path=prefix.strip("/") + SOCKETIO_PATH)
+        self.prefix = prefix
+        self.connections: dict[str, Connection] = {}
+        self.checks = Periodic(self._check_credentials, check_interval, "gateway-kit-sockets")
+        self.sio.on("connect", self.on_connect)
+        self.sio.on("disconnect", self.on_disconnect)
+        self.sio.on("subscribe", self.on_subscribe)
+        self.sio.on("unsubscribe", self.on_unsubscribe)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+    # --- connecting ---------------------------------------------------------------------
+
+    def allowed_origin(self, origin: str | None, environ: dict[str, Any]) -> bool:
+        """Whether a connect sent from `origin` may go on: no Origin (not a browser), one of
+        the allowlist, or by default the gateway's own origin."""
+        if origin is None:
+            return True
+        if self.origins is not None:
+            return origin in self.origins
+        scope = environ.get("asgi.scope") or {}
+        scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), "http")
+        host = environ.get("HTTP_HOST")
+        return host is not None and origin == f"{scheme}://{host}"
+
+    async def on_connect(self, sid: str, environ: dict[str, Any], auth: Any = None) -> None:
+        origin = environ.get("HTTP_ORIGIN")
+        if not self.allowed_origin(origin, environ):
+            raise socketio.exceptions.ConnectionRefusedError(
+                FOREIGN_ORIGIN.format(origin=origin), {"error": "origin_refused"}
+            )
+        # "token": what the legacy app's clients send, with what GET /api/socket-token gave.
+        ticket = (auth.get("ticket") or auth.get("token")) if isinstance(auth, dict) else None
+        if not isinstance(ticket, str) or not ticket:
+            raise socketio.exceptions.ConnectionRefusedError(
+                TICKET_NEEDED.format(prefix=self.prefix), {"error": "ticket_required"}
+            )
+        holder = await asyncio.to_thread(self.tickets.consume, ticket)
+        if holder is None:
+            raise socketio.exceptions.ConnectionRefusedError(
+                TICKET_REFUSED, {"error": "ticket_refused"}
+            )
+        if holder.origin is not None and holder.origin != origin:
+            raise socketio.exceptions.ConnectionRefusedError(
+                WRONG_ORIGIN, {"error": "ticket_origin"}
+            )
+        principal = holder.principal
+        # A handshake that carries credentials of its own (a browser's cookie, a CLI's
+        # token) must be of the ticket's user: a ticket passed to someone else is refused.
+        sent_by = principal_of(environ.get("asgi.scope") or {})
+        if sent_by is not None and not sent_by.anonymous and sent_by.user_id != principal.user_id:
+            raise socketio.exceptions.ConnectionRefusedError(ANOTHER_USER, {"error": "ticket_user"})
+        if not await asyncio.to_thread(self._still_valid, principal):
+            raise socketio.exceptions.ConnectionRefusedError(
+                CREDENTIAL_ENDED, {"error": "credential_ended"}
+            )
+        connection = Connection(sid, uuid.uuid4().hex, principal)
+        self.connections[sid] = connection
+        await asyncio.to_thread(self.presence.connected, connection.connection_id, principal)
+        self.checks.start()
+
+    async def on_disconnect(self, sid: str, *reason: Any) -> None:
+        connection = self.connections.pop(sid, None)
+        if connection is None:
+            return
+        for task in connection.feeds.values():
+            task.cancel()
+        streams = await asyncio.to_thread(self.presence.disconnected, connection.connection_id)
+        for stream in streams:
+            await self._announce(stream)
+
+    def _still_valid(self, principal: Principal) -> bool:
+        credential = principal.credential_id
+        if credential is None:
+            return True
+        if principal.method in (BEARER_METHOD, HOST_METHOD):
+            token = self.tokens.get(credential)
+            return token is not None and not token.revoked
+        if principal.method == COOKIE_METHOD:
+            return not self.ended_logins.ended(credential)
+        return True
+
+    async def _check_credentials(self) -> None:
+        """Disconnect this process's connections whose credential was revoked or logged out,
+        and keep this process's presence alive."""
+        await asyncio.to_thread(self.presence.keep_alive)
+        await asyncio.to_thread(self.presence.sweep)
+        connections = list(self.connections.values())
+        ended = await asyncio.to_thread(
+            lambda: [c.sid for c in connections if not self._still_valid(c.principal)]
+        )
+        for sid in ended:
+            logger.info("closing socket %s: its credential was revoked or logged out", sid)
+            await self.sio.disconnect(sid, ignore_queue=True)
+
+    # --- subscriptions ------------------------------------------------------------------
+
+    async def on_subscribe(self, sid: str, data: Any) -> dict[str, Any]:
+        try:
+            connection = self._connection(sid)
+            stream, after = self._subscription(data)
+            if not await self.plugins.authorize_subscription(connection.principal, stream):
+                raise SubscriptionRefused("forbidden", f"you may not read stream {stream!r}")
+        except SubscriptionRefused as refused:
+            return refused.ack()
+        old = connection.feeds.pop(stream, None)
+        if old is not None:
+            old.cancel()
+        hub = self.streams.state().hub
+        sub = await hub.subscribe(stream=stream)
+        await self.sio.enter_room(sid, room_of(stream))
+        task = asyncio.create_task(self._feed(sid, stream, after, sub), name=f"socket-{sid}")
+        connection.feeds[stream] = task
+        await asyncio.to_thread(self.presence.subscribed, connection.connection_id, stream)
+        await self._announce(stream)
+        return {"ok": True}
+
+    async def on_unsubscribe(self, sid: str, data: Any) -> dict[str, Any]:
+        connection = self.connections.get(sid)
+        stream = data.get("stream") if isinstance(data, dict) else None
+        if connection is None or not isinstance(stream, str):
+            return SubscriptionRefused("invalid_subscription", BAD_SUBSCRIPTION).ack()
+        task = connection.feeds.pop(stream, None)
+        if task is not None:
+            task.cancel()
+        await self.sio.leave_room(sid, room_of(stream))
+        await asyncio.to_thread(self.presence.unsubscribed, connection.connection_id, stream)
+        await self._announce(stream)
+        return {"ok": True}
+
+    def _connection(self, sid: str) -> Connection:
+        connection = self.connections.get(sid)
+        if connection is None:
+            raise SubscriptionRefused("not_connected", NOT_CONNECTED)
+        return connection
+
+    def _subscription(self, data: Any) -> tuple[str, Cursor]:
+        if not isinstance(data, dict) or not isinstance(data.get("stream"), str):
+            raise SubscriptionRefused("invalid_subscription", BAD_SUBSCRIPTION)
+        stream = data["stream"]
+        try:
+            check_name("stream", stream)
+        except InvalidEvent as exc:
+            raise SubscriptionRefused("invalid_stream", str(exc)) from None
+        after = data.get("after", 0)
+        if isinstance(after, bool) or not isinstance(after, int | str):
+            raise SubscriptionRefused("invalid_cursor", BAD_SUBSCRIPTION)
+        try:
+            cursor = parse_cursor(str(after), name="after", epoch=self.log.epoch)
+        except HTTPError as exc:
+            raise SubscriptionRefused(exc.code, exc.message) from None
+        return stream, cursor
+
+    async def _feed(self, sid: str, stream: str, cursor: Cursor, sub: Subscription) -> None:
+        """Replay `stream` after the cursor, then send it live to `sid`, each event once."""
+        hub = self.streams.state().hub
+        try:
+            last = await self._replay(sid, stream, cursor, sub.high_water)
+            while True:
+                await sub.wake.wait()
+                for seq, _, _, event in sub.take():
+                    if seq > last:
+                        await self._send(sid, event)
+                        last = seq
+                if sub.stop_reason is not None:
+                    # Fell behind (or the gateway stops): carry on from the log where it was.
+                    if sub.stop_reason != "overflow":
+                        return
+                    sub = await hub.subscribe(stream=stream)
+                    last = await self._replay(sid, stream, Cursor(last), sub.high_water)
+        except (asyncio.CancelledError, LogClosed):
+            pass
+        except Exception:
+            logger.exception("feeding stream %r to socket %s failed; disconnecting it", stream, sid)
+            with contextlib.suppress(Exception):
+                await self.sio.disconnect(sid, ignore_queue=True)
+        finally:
+            hub.unsubscribe(sub)
+
+    async def _replay(self, sid: str, stream: str, cursor: Cursor, high_water: int) -> int:
+        after = cursor.after
+        head = await self.log.alast_seq()
+        if cursor.foreign_epoch is not None or after > max(head, high_water) or after > MAX_SEQ:
+            reason = "epoch" if cursor.foreign_epoch is not None else "beyond_head"
+            envelope = reset_envelope(
+                stream=stream, run_id=None, epoch=self.log.epoch, head=head, reason=reason
+            )
+            await self.sio.emit("event", json.loads(envelope), to=sid, ignore_queue=True)
+            after = 0
+        while after < high_water:
+            page = await self.log.aread(after=after, stream=stream, limit=REPLAY_PAGE)
+            page = [e for e in page if e.seq <= high_water]
+            for event in page:
+                await self._send(sid, event)
+            if len(page) < REPLAY_PAGE:
+                break
+            after = page[-1].seq
+        return max(high_water, cursor.after if cursor.foreign_epoch is None else 0)
+
+    async def _send(self, sid: str, event: Event) -> None:
+        # To a connection of this process: no need to go through the message queue.
+        await self.sio.emit("event", event.envelope(), to=sid, ignore_queue=True)
+
+    async def _announce(self, stream: str) -> None:
+        watching = await asyncio.to_thread(self.presence.watching, stream)
+        await self.sio.emit("presence", watching, room=room_of(stream))
+
+    # --- lifespan -----------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        self.checks.start()
+
+    async def shutdown(self) -> None:
+        await self.checks.stop()
+        for sid in list(self.connections):
+            with contextlib.suppress(Exception):
+                await self.sio.disconnect(sid, ignore_queue=True)
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self.presence.close)
+
+
+def room_of(stream: str) -> str:
+    return "stream:" + stream

@@ -1,0 +1,74 @@
+"""`TicketRoutes`: where clients get their one-time Socket.IO tickets.
+
+    POST {prefix}/socket-tickets   → {"ticket", "expires_in"}
+    GET  /api/socket-token         → {"success": true, "token", "expires_in"}, the legacy
+                                     app's answer, for clients that still ask there
+
+Both need a principal (401). A browser's ticket is bound to the ``Origin`` it was asked from,
+and is refused at connect from any other. Asking too often is a 429 with ``Retry-After``.
+Issuing a ticket never revokes another: every tab, phone and CLI of a user connects at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+from ..access.tickets import RateLimited, SocketTickets
+from ..http.errors import HTTPError, send_json
+from ..http.request import Request, relative_path
+from ..http.routing import Route, Router
+from ..settings import DEFAULT_PREFIX
+from ..types import ASGIApp, Receive, Scope, Send
+
+DEFAULT_LEGACY_SOCKET_TOKEN_PATH = "/api/socket-token"
+RATE_LIMITED = "rate_limited"
+
+
+class TicketRoutes:
+    """:param tickets: the ticket store.
+    :param prefix: where ``/socket-tickets`` lives.
+    :param legacy_path: where the legacy token endpoint lives; None leaves it to the app.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        tickets: SocketTickets,
+        prefix: str = DEFAULT_PREFIX,
+        legacy_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
+    ) -> None:
+        self.app = app
+        self.tickets = tickets
+        self.router = Router(
+            prefix.rstrip("/"), [Route("/socket-tickets", self.issue, methods=("POST",))]
+        )
+        self.legacy = Router("", [Route(legacy_path, self.issue_legacy)]) if legacy_path else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = relative_path(scope)
+            if self.router.owns(path) and await self.router.handle(scope, receive, send):
+                return
+            if self.legacy is not None and await self.legacy.handle(scope, receive, send):
+                return
+        await self.app(scope, receive, send)
+
+    async def _issue(self, request: Request) -> tuple[str, int]:
+        principal = request.principal
+        origin = request.header(b"origin")
+        try:
+            ticket, ttl = await asyncio.to_thread(self.tickets.issue, principal, origin=origin)
+        except RateLimited as exc:
+            retry = str(math.ceil(exc.retry_after)).encode()
+            raise HTTPError(429, RATE_LIMITED, str(exc), [(b"retry-after", retry)]) from None
+        return ticket, int(ttl)
+
+    async def issue(self, request: Request) -> None:
+        ticket, ttl = await self._issue(request)
+        await send_json(request.send, 200, {"ticket": ticket, "expires_in": ttl})
+
+    async def issue_legacy(self, request: Request) -> None:
+        ticket, ttl = await self._issue(request)
+        await send_json(request.send, 200, {"success": True, "token": ticket, "expires_in": ttl})

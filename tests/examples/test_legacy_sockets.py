@@ -1,0 +1,96 @@
+"""The legacy socket-token bug, and its fix: two clients of one user, the legacy way and
+through the gateway (plus a CLI), with real python-socketio clients over a real server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import socketio
+from a2wsgi import WSGIMiddleware
+
+from gateway_kit import EventLog, Gateway
+from gateway_kit.access import ApiTokens
+
+from ..identity.helpers import USERS, flask_app
+from ..serving import serve_in_thread
+
+
+async def logged_in(base: str) -> httpx.AsyncClient:
+    client = httpx.AsyncClient(base_url=base)
+    answer = await client.post("/login", json={"username": "alice", "password": USERS["alice"]})
+    assert answer.status_code == 200, answer.text
+    return client
+
+
+async def connect(
+    base: str, path: str, auth: Any, cookies: httpx.Cookies | None, transport: str = "websocket"
+) -> str | None:
+    """Connect a Socket.IO client; None when it connected, else the refusal it was told."""
+    client = socketio.AsyncClient(reconnection=False)
+    refusals: list[Any] = []
+    client.on("connect_error", refusals.append)
+    cookie = "; ".join(f"{k}={v}" for k, v in (cookies or {}).items())
+    try:
+        await client.connect(
+            base,
+            socketio_path=path,
+            auth=auth,
+            headers={"cookie": cookie} if cookie else {},
+            transports=[transport],
+            wait_timeout=10,
+        )
+    except socketio.exceptions.ConnectionError as exc:
+        reason = refusals[-1] if refusals else exc
+        return str(reason.get("message") if isinstance(reason, dict) else reason)
+    await client.disconnect()
+    return None
+
+
+def test_the_legacy_endpoint_knocks_the_first_client_out(sqlite_url: str) -> None:
+    app = flask_app(None)  # the legacy app alone, as it was
+
+    async def main(base: str) -> None:
+        tab, phone = await logged_in(base), await logged_in(base)
+        first = (await tab.get("/api/socket-token")).json()["token"]
+        second = (await phone.get("/api/socket-token")).json()["token"]
+        results = await asyncio.gather(
+            # The legacy app runs behind WSGI: long-polling only.
+            connect(base, "socket.io", {"token": first}, tab.cookies, "polling"),
+            connect(base, "socket.io", {"token": second}, phone.cookies, "polling"),
+        )
+        assert results == ["invalid or expired socket token", None]  # the first one lost
+        await tab.aclose()
+        await phone.aclose()
+
+    with serve_in_thread(WSGIMiddleware(app)) as base:
+        asyncio.run(main(base))
+
+
+def test_through_the_gateway_two_tabs_and_a_cli_all_connect(sqlite_url: str) -> None:
+    log = EventLog(sqlite_url)
+    _, token = ApiTokens(log).create("alice")
+    gateway = Gateway(flask_app(log), log=log)
+
+    async def main(base: str) -> None:
+        tab, phone = await logged_in(base), await logged_in(base)
+        # Old clients keep asking where they always did; the gateway answers in the old shape.
+        first = (await tab.get("/api/socket-token")).json()["token"]
+        second = (await phone.get("/api/socket-token")).json()["token"]
+        async with httpx.AsyncClient(
+            base_url=base, headers={"authorization": f"Bearer {token}"}
+        ) as cli:
+            third = (await cli.post("/gateway/socket-tickets")).json()["ticket"]
+        results = await asyncio.gather(
+            connect(base, "gateway/socket.io", {"token": first}, tab.cookies),
+            connect(base, "gateway/socket.io", {"token": second}, phone.cookies),
+            connect(base, "gateway/socket.io", {"ticket": third}, None),
+        )
+        assert results == [None, None, None]
+        await tab.aclose()
+        await phone.aclose()
+
+    with serve_in_thread(gateway) as base:
+        asyncio.run(main(base))
+    log.close()

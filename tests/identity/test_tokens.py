@@ -1,0 +1,114 @@
+"""Bearer API tokens and host-login tokens: made by the command line, stored hashed, revoked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from gateway_kit import EventLog
+from gateway_kit.access import ApiTokens, StreamOwners, TokenKind
+from gateway_kit.access.tables import api_tokens
+
+from .helpers import assert_error, strict_gateway, with_clients
+
+JSON = {"accept": "application/json"}
+PAGE = "/gateway/streams/carol-work/events"
+GATEWAY_KIT = Path(sys.executable).parent / "gateway-kit"
+
+
+@pytest.fixture
+def log(log_url: str) -> EventLog:
+    event_log = EventLog(log_url)
+    event_log.append("carol-work", "Message", {"text": "for carol"})
+    StreamOwners(event_log).declare("carol-work", "carol")
+    return event_log
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {**JSON, "authorization": f"Bearer {token}"}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(GATEWAY_KIT), "tokens", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_token_made_by_the_cli_reads_its_users_streams_until_revoked(
+    log: EventLog, log_url: str
+) -> None:
+    made = cli("create", "carol", "--scope", "read", "--db", log_url)
+    assert made.returncode == 0, made.stderr
+    fields = dict(line.split(":", 1) for line in made.stdout.splitlines() if ":" in line)
+    token, token_id = fields["token"].strip(), fields["token id"].split()[0]
+    with log.engine.connect() as conn:
+        stored = conn.execute(sa.select(api_tokens)).one()
+    assert token not in repr(tuple(stored)) and token.split("_")[-1] not in repr(tuple(stored))
+    gateway = strict_gateway(log)
+
+    async def read(client: httpx.AsyncClient) -> httpx.Response:
+        return await client.get(PAGE, headers=bearer(token))
+
+    answer = with_clients(gateway, read)
+    assert answer.status_code == 200 and answer.json()["events"][0]["data"] == {"text": "for carol"}
+    assert cli("revoke", token_id, "--db", log_url).returncode == 0
+    assert_error(with_clients(gateway, read), 401, "unauthenticated")
+    unknown = cli("revoke", "000000000000", "--db", log_url)
+    assert unknown.returncode == 1 and "no token" in unknown.stderr
+
+
+def test_a_token_carries_its_user_and_scopes_to_the_principal(log: EventLog) -> None:
+    _record, token = ApiTokens(log).create("carol", scopes=["read", "admin:x"])
+    gateway = strict_gateway(log)
+    found = ApiTokens(log).check(token, TokenKind.API)
+    assert found is not None and found.scopes == frozenset({"read", "admin:x"})
+    assert (
+        ApiTokens(log).check(token[:-1] + ("A" if token[-1] != "A" else "B"), TokenKind.API) is None
+    )
+    assert ApiTokens(log).check(token, TokenKind.HOST) is None  # an API token is not a host one
+
+    async def body(client: httpx.AsyncClient) -> None:
+        _other, other_token = ApiTokens(log).create("dave")
+        assert (await client.get(PAGE, headers=bearer(token))).status_code == 200
+        assert_error(await client.get(PAGE, headers=bearer(other_token)), 403, "forbidden")
+
+    with_clients(gateway, body)
+
+
+@pytest.mark.parametrize("scope", ["", "has space", "x" * 65, "ünïcode"])
+def test_a_scope_that_cannot_be_stored_is_refused_and_nothing_is_written(
+    log: EventLog, log_url: str, scope: str
+) -> None:
+    made = cli("create", "carol", "--scope", scope, "--db", log_url)
+    assert made.returncode == 2 and "scope" in made.stderr
+    assert ApiTokens(log).list() == []
+
+
+def test_a_host_login_token_is_accepted_only_from_this_host_without_a_proxy(log: EventLog) -> None:
+    _, token = ApiTokens(log).create("carol", kind=TokenKind.HOST)
+    gateway = strict_gateway(log)
+
+    def read(headers: dict[str, str], client_addr: tuple[str, int]) -> httpx.Response:
+        async def body(client: httpx.AsyncClient) -> httpx.Response:
+            return await client.get(f"http://localhost:8000{PAGE}", headers=headers)
+
+        return with_clients(gateway, body, client_addr=client_addr)
+
+    assert read(bearer(token), ("127.0.0.1", 5000)).status_code == 200
+    assert read(bearer(token), ("::1", 5000)).status_code == 200
+    refused = [
+        read(bearer(token), ("10.1.2.3", 5000)),  # another machine
+        read({**bearer(token), "x-forwarded-for": "203.0.113.9"}, ("127.0.0.1", 5000)),
+        read({**bearer(token), "forwarded": "for=203.0.113.9"}, ("127.0.0.1", 5000)),
+        read({**bearer(token), "host": "gateway.example.com"}, ("127.0.0.1", 5000)),
+    ]
+    for answer in refused:
+        assert_error(answer, 401, "unauthenticated")
+    # And as a plain Bearer token it is refused everywhere: the two kinds never stand in.
+    _api_record, api_token = ApiTokens(log).create("carol")
+    assert ApiTokens(log).check(api_token, TokenKind.HOST) is None

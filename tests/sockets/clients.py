@@ -1,0 +1,121 @@
+"""Real clients of a gateway served by uvicorn: python-socketio's `AsyncClient` and httpx."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import socketio
+
+SOCKETIO_PATH = "gateway/socket.io"
+WAIT = 15.0
+
+
+@dataclass
+class Client:
+    """One client of one user: its HTTP credentials, its socket, what it received."""
+
+    base: str
+    headers: dict[str, str]
+    cookies: httpx.Cookies = field(default_factory=httpx.Cookies)
+    origin: str | None = None
+    sio: socketio.AsyncClient = field(
+        default_factory=lambda: socketio.AsyncClient(reconnection=False)
+    )
+    events: list[dict[str, Any]] = field(default_factory=list)
+    presence: list[dict[str, Any]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        @self.sio.on("event")
+        async def on_event(envelope: dict[str, Any]) -> None:
+            self.events.append(envelope)
+            self.changed.set()
+
+        @self.sio.on("presence")
+        async def on_presence(watching: dict[str, Any]) -> None:
+            self.presence.append(watching)
+            self.changed.set()
+
+    def http(self) -> httpx.AsyncClient:
+        headers = dict(self.headers)
+        if self.origin is not None:
+            headers["origin"] = self.origin
+        return httpx.AsyncClient(base_url=self.base, headers=headers, cookies=self.cookies)
+
+    async def ticket(self) -> str:
+        async with self.http() as http:
+            answer = await http.post("/gateway/socket-tickets")
+        assert answer.status_code == 200, answer.text
+        ticket: str = answer.json()["ticket"]
+        return ticket
+
+    async def auth(self) -> dict[str, str]:
+        """What `connect` sends: a new ticket each time it is asked (each reconnect)."""
+        return {"ticket": await self.ticket()}
+
+    async def connect(self, auth: Any = None) -> None:
+        headers = {"origin": self.origin} if self.origin else {}
+        await self.sio.connect(
+            self.base,
+            socketio_path=SOCKETIO_PATH,
+            auth=auth if auth is not None else self.auth,
+            headers=headers,
+            transports=["websocket"],
+            wait_timeout=WAIT,
+        )
+
+    async def subscribe(self, stream: str, after: Any = 0) -> dict[str, Any]:
+        ack: dict[str, Any] = await self.sio.call(
+            "subscribe", {"stream": stream, "after": after}, timeout=WAIT
+        )
+        return ack
+
+    async def unsubscribe(self, stream: str) -> dict[str, Any]:
+        ack: dict[str, Any] = await self.sio.call("unsubscribe", {"stream": stream}, timeout=WAIT)
+        return ack
+
+    async def until(self, condition: Callable[[], bool], what: str) -> None:
+        async with asyncio.timeout(WAIT):
+            while not condition():
+                self.changed.clear()
+                if condition():
+                    return
+                try:
+                    await self.changed.wait()
+                except TimeoutError:  # pragma: no cover - the outer timeout says what
+                    raise
+        assert condition(), what
+
+    def seqs(self, stream: str) -> list[int]:
+        return [e["seq"] for e in self.events if e["stream"] == stream]
+
+
+async def logged_in(base: str, user: str, password: str) -> Client:
+    """A browser tab: logged in on the Flask app (its cookie and CSRF token), its Origin the
+    gateway's own."""
+    async with httpx.AsyncClient(base_url=base) as http:
+        answer = await http.post("/login", json={"username": user, "password": password})
+        assert answer.status_code == 200, answer.text
+        csrf = answer.json()["csrf_token"]
+        cookies = http.cookies
+    return Client(base, {"x-csrf-token": csrf}, cookies=cookies, origin=base)
+
+
+def with_token(base: str, token: str) -> Client:
+    """A CLI: a Bearer token, no cookie, no Origin."""
+    return Client(base, {"authorization": f"Bearer {token}"})
+
+
+@asynccontextmanager
+async def connected(*clients: Client) -> AsyncIterator[None]:
+    try:
+        await asyncio.gather(*(c.connect() for c in clients))
+        yield
+    finally:
+        for client in clients:
+            await client.sio.disconnect()

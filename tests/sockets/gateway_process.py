@@ -1,0 +1,29 @@
+"""One gateway process with Socket.IO for multi-process tests.
+
+    python -m tests.sockets.gateway_process PORT_FILE DB_URL REDIS_URL CHANNEL
+
+Serves a strict Gateway (API tokens only) on a free loopback port (written to PORT_FILE); its
+Socket.IO state crosses processes through Redis, on a channel of the test's own.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from gateway_kit import EventLog, Gateway
+
+from ..processes import serve_app
+
+
+def main() -> None:
+    port_file, db_url, redis_url, channel = sys.argv[1:5]
+    gateway = Gateway(
+        log=EventLog(db_url),
+        socketio_redis_url=redis_url,
+        socketio_redis_channel=channel,
+    )
+    serve_app(gateway, port_file)
+
+
+if __name__ == "__main__":
+    main()
