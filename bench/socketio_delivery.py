@@ -10,10 +10,11 @@ Each server runs alone in its own uvicorn process; the clients (python-socketio'
 `AsyncClient` over websocket, client k on stream k mod 50) run in two client processes. This
 process appends through the server's own HTTP route at a steady rate, round-robin over the
 streams, each event carrying the time its append was sent: latency is arrival minus send time,
-over every (client, event) pair after a warm-up. Memory per idle connection: the server's
-resident memory once every client is connected and subscribed, minus before any connected,
-over the number of clients. Each round runs both, in alternating order; the ratios are medians
-of per-round ratios.
+over every (client, event) pair after a warm-up. Memory per idle connection: what the server's
+resident memory grows by while the second client process connects its half of the clients
+(each subscribed), over that half: what one more connection costs, the server's fixed costs
+(threads, database connections and their caches) left out on both sides. Each round runs
+both, in alternating order; the ratios are medians of per-round ratios.
 
     .venv/bin/python bench/socketio_delivery.py          # about 2 minutes on 2 cores
     .venv/bin/python bench/socketio_delivery.py --rounds 5 --clients 500 --streams 50
@@ -51,6 +52,7 @@ DRAIN_SECONDS = 20.0
 @dataclass
 class Outcome:
     latencies: list[float]
+    append_ms: list[float]  # round trip of each append request
     missing: int
     duplicates: int
     kib_per_connection: float
@@ -64,13 +66,17 @@ class Outcome:
         return percentile(self.latencies, 50)
 
 
-async def append_round_robin(url: str, streams: int, per_stream: int, rate: float) -> None:
-    """`per_stream` events to each of `streams` streams, one every 1/`rate` s in all."""
+async def append_round_robin(url: str, streams: int, per_stream: int, rate: float) -> list[float]:
+    """`per_stream` events to each of `streams` streams, one every 1/`rate` s in all; the
+    round trip of each append, ms."""
+    round_trips: list[float] = []
 
     async def post(client: httpx.AsyncClient, stream: int, i: int) -> None:
-        data = {**payload(i), "t": time.time(), "i": i}
+        sent = time.time()
+        data = {**payload(i), "t": sent, "i": i}
         answer = await client.post(url, json={"stream": f"s{stream}", "type": TYPE, "data": data})
         answer.raise_for_status()
+        round_trips.append((time.time() - sent) * 1000)
 
     async with httpx.AsyncClient(timeout=30) as client:
         start = time.perf_counter()
@@ -81,6 +87,7 @@ async def append_round_robin(url: str, streams: int, per_stream: int, rate: floa
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(post(client, n % streams, n // streams)))
         await asyncio.gather(*tasks)
+    return round_trips
 
 
 def measure(work: Workdir, kind: str, args: argparse.Namespace) -> Outcome:
@@ -95,19 +102,18 @@ def measure(work: Workdir, kind: str, args: argparse.Namespace) -> Outcome:
     }
     with Server(work, kind, db=kind == "gateway") as server:
         job["base"] = server.url
-        time.sleep(0.5)  # settle the server's start-up allocations before the baseline
-        before = server.rss_kib()
         half = args.clients // 2
-        clients = [
-            Clients({**job, "first": 0, "count": half}),
-            Clients({**job, "first": half, "count": args.clients - half}),
-        ]
+        clients = [Clients({**job, "first": 0, "count": half})]
         try:
-            for client in clients:
-                client.wait_ready(120)
+            clients[0].wait_ready(120)
+            time.sleep(0.5)  # what the first half's connects set going settles
+            before = server.rss_kib()
+            clients.append(Clients({**job, "first": half, "count": args.clients - half}))
+            clients[1].wait_ready(120)
+            time.sleep(0.5)
             connected = server.rss_kib()
             url = f"{server.url}/bench/append"
-            asyncio.run(append_round_robin(url, args.streams, per_stream, args.rate))
+            round_trips = asyncio.run(append_round_robin(url, args.streams, per_stream, args.rate))
             results = [client.result(job["timeout"] + 30) for client in clients]
         finally:
             for client in clients:
@@ -116,9 +122,10 @@ def measure(work: Workdir, kind: str, args: argparse.Namespace) -> Outcome:
     delivered = sum(sum(r["counts"]) for r in results)
     return Outcome(
         latencies=latencies,
+        append_ms=round_trips,
         missing=args.clients * per_stream - delivered,
         duplicates=sum(r["duplicates"] for r in results),
-        kib_per_connection=(connected - before) / args.clients,
+        kib_per_connection=(connected - before) / (args.clients - half),
     )
 
 
@@ -155,7 +162,8 @@ def main() -> None:
             memory.add(ours.kib_per_connection, bare.kib_per_connection)
             complete = complete and not any(o.missing or o.duplicates for o in outcomes.values())
             line = ", ".join(
-                f"{LABELS[k]} p50/p99 {o.p50:.1f}/{o.p99:.1f} ms, "
+                f"{LABELS[k]} p50/p99 {o.p50:.1f}/{o.p99:.1f} ms (append "
+                f"{percentile(o.append_ms, 50):.1f}/{percentile(o.append_ms, 99):.1f}), "
                 f"{o.kib_per_connection:.0f} KiB/conn (missing {o.missing}, dup {o.duplicates})"
                 for k, o in outcomes.items()
             )

@@ -193,6 +193,24 @@ def test_demo_prints_urls_that_work_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     assert (tmp_path / "gateway-demo.db").exists()
 
 
+def test_the_demo_needs_a_login_unless_anonymous_and_says_so(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    page = f"{base}/gateway/streams/demo/events"
+    json_page = {"accept": "application/json"}
+    with running([*EXE, "demo", "--port", str(port)], tmp_path) as demo:
+        banner = read_banner(demo)
+        assert "anonymous" not in banner
+        assert httpx.get(page, headers=json_page).status_code == 401
+        stop(demo)
+    with running([*EXE, "demo", "--port", str(port), "--anonymous"], tmp_path) as demo:
+        banner = read_banner(demo)
+        assert "--anonymous: requests without credentials are served as 'anonymous'" in banner
+        assert httpx.get(page, headers=json_page).status_code == 200
+        _, err = stop(demo)
+    assert "allow_anonymous=True" in err  # the gateway's own warning, logged at start-up
+
+
 def test_demo_serves_on_a_free_port_when_8000_is_taken(tmp_path: Path) -> None:
     with contextlib.ExitStack() as stack:
         blocker = stack.enter_context(socket.socket())

@@ -10,6 +10,7 @@ only reads the cookie: it never writes or re-issues one.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -20,6 +21,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 FLASK_SALT = "cookie-session"
 DEFAULT_COOKIE_NAME = "session"
 DEFAULT_MAX_AGE = 31 * 24 * 3600.0  # Flask's PERMANENT_SESSION_LIFETIME
+VERIFIED_CACHE = 4096
 NO_SECRET = "the Flask session cookie needs the app's SECRET_KEY; none was configured"
 
 
@@ -84,6 +86,10 @@ class FlaskLogin:
 class FlaskSessionReader:
     settings: FlaskSessionSettings
     _serializer: URLSafeTimedSerializer = field(init=False, repr=False)
+    # Cookie value → (its login, until when its signature is young enough).
+    _verified: dict[str, tuple[FlaskLogin | None, float]] = field(
+        init=False, repr=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -105,12 +111,30 @@ class FlaskSessionReader:
         return data if isinstance(data, Mapping) else None
 
     def login(self, cookie_header: str | None) -> FlaskLogin | None:
-        """The login the request's ``Cookie`` header carries, if any."""
+        """The login the request's ``Cookie`` header carries, if any.
+
+        A browser sends the same cookie with every request of a session, so the answer for a
+        cookie value is kept (up to `VERIFIED_CACHE` values) until its signature would be too
+        old: the same text verifies the same way every time.
+        """
         value = cookie_value(cookie_header, self.settings.cookie_name)
         if value is None:
             return None
-        session = self.session(value)
-        return None if session is None else self.login_of(session)
+        now = time.time()
+        known = self._verified.get(value)
+        if known is not None and now < known[1]:
+            return known[0]
+        try:
+            data, signed_at = self._serializer.loads(
+                value, max_age=int(self.settings.max_age), return_timestamp=True
+            )
+        except (BadSignature, ValueError, TypeError):
+            return None
+        login = self.login_of(data) if isinstance(data, Mapping) else None
+        if len(self._verified) >= VERIFIED_CACHE:
+            self._verified.pop(next(iter(self._verified)))  # the oldest
+        self._verified[value] = (login, signed_at.timestamp() + self.settings.max_age)
+        return login
 
     def login_of(self, session: Mapping[str, Any]) -> FlaskLogin | None:
         settings = self.settings

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -40,17 +39,16 @@ import socketio
 from ..access import ApiTokens
 from ..access.logins import EndedLogins
 from ..access.tickets import SocketTickets
-from ..exceptions import InvalidEvent, LogClosed
+from ..exceptions import InvalidEvent
 from ..hooks import Plugins
 from ..http.errors import HTTPError
-from ..log import Event, EventLog
+from ..log import EventLog
 from ..log.event import check_name
 from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
 from ..runs.periodic import Periodic
-from ..streams.fanout import Subscription
-from ..streams.request import MAX_SEQ, Cursor, parse_cursor
+from ..streams.request import Cursor, parse_cursor
 from ..streams.service import StreamService
-from ..streams.sse import reset_envelope
+from .feeds import RoomFeeds, room_of
 from .presence import Presence
 
 logger = logging.getLogger("gateway_kit.sockets")
@@ -76,7 +74,7 @@ class Connection:
     sid: str
     connection_id: str
     principal: Principal
-    feeds: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    streams: set[str] = field(default_factory=set)
 
 
 class SubscriptionRefused(Exception):
@@ -142,6 +140,7 @@ class SocketServer:
         self.app = socketio.ASGIApp(self.sio, socketio_path=prefix.strip("/") + SOCKETIO_PATH)
         self.prefix = prefix
         self.connections: dict[str, Connection] = {}
+        self.rooms = RoomFeeds(log, lambda: streams.state().hub, self.sio)
         self.checks = Periodic(self._check_credentials, check_interval, "gateway-kit-sockets")
         self.sio.on("connect", self.on_connect)
         self.sio.on("disconnect", self.on_disconnect)
@@ -205,8 +204,8 @@ class SocketServer:
         connection = self.connections.pop(sid, None)
         if connection is None:
             return
-        for task in connection.feeds.values():
-            task.cancel()
+        for stream in connection.streams:
+            await self.rooms.leave(sid, stream)
         streams = await asyncio.to_thread(self.presence.disconnected, connection.connection_id)
         for stream in streams:
             await self._announce(stream)
@@ -237,7 +236,7 @@ class SocketServer:
 
     # --- subscriptions ------------------------------------------------------------------
 
-    async def on_subscribe(self, sid: str, data: Any) -> dict[str, Any]:
+    async def on_subscribe(self, sid: str, data: Any = None, *extra: Any) -> dict[str, Any]:
         try:
             connection = self._connection(sid)
             stream, after = self._subscription(data)
@@ -245,27 +244,19 @@ class SocketServer:
                 raise SubscriptionRefused("forbidden", f"you may not read stream {stream!r}")
         except SubscriptionRefused as refused:
             return refused.ack()
-        old = connection.feeds.pop(stream, None)
-        if old is not None:
-            old.cancel()
-        hub = self.streams.state().hub
-        sub = await hub.subscribe(stream=stream)
-        await self.sio.enter_room(sid, room_of(stream))
-        task = asyncio.create_task(self._feed(sid, stream, after, sub), name=f"socket-{sid}")
-        connection.feeds[stream] = task
+        connection.streams.add(stream)
+        await self.rooms.join(sid, stream, after)
         await asyncio.to_thread(self.presence.subscribed, connection.connection_id, stream)
         await self._announce(stream)
         return {"ok": True}
 
-    async def on_unsubscribe(self, sid: str, data: Any) -> dict[str, Any]:
+    async def on_unsubscribe(self, sid: str, data: Any = None, *extra: Any) -> dict[str, Any]:
         connection = self.connections.get(sid)
         stream = data.get("stream") if isinstance(data, dict) else None
         if connection is None or not isinstance(stream, str):
             return SubscriptionRefused("invalid_subscription", BAD_SUBSCRIPTION).ack()
-        task = connection.feeds.pop(stream, None)
-        if task is not None:
-            task.cancel()
-        await self.sio.leave_room(sid, room_of(stream))
+        connection.streams.discard(stream)
+        await self.rooms.leave(sid, stream)
         await asyncio.to_thread(self.presence.unsubscribed, connection.connection_id, stream)
         await self._announce(stream)
         return {"ok": True}
@@ -293,56 +284,6 @@ class SocketServer:
             raise SubscriptionRefused(exc.code, exc.message) from None
         return stream, cursor
 
-    async def _feed(self, sid: str, stream: str, cursor: Cursor, sub: Subscription) -> None:
-        """Replay `stream` after the cursor, then send it live to `sid`, each event once."""
-        hub = self.streams.state().hub
-        try:
-            last = await self._replay(sid, stream, cursor, sub.high_water)
-            while True:
-                await sub.wake.wait()
-                for seq, _, _, event in sub.take():
-                    if seq > last:
-                        await self._send(sid, event)
-                        last = seq
-                if sub.stop_reason is not None:
-                    # Fell behind (or the gateway stops): carry on from the log where it was.
-                    if sub.stop_reason != "overflow":
-                        return
-                    sub = await hub.subscribe(stream=stream)
-                    last = await self._replay(sid, stream, Cursor(last), sub.high_water)
-        except (asyncio.CancelledError, LogClosed):
-            pass
-        except Exception:
-            logger.exception("feeding stream %r to socket %s failed; disconnecting it", stream, sid)
-            with contextlib.suppress(Exception):
-                await self.sio.disconnect(sid, ignore_queue=True)
-        finally:
-            hub.unsubscribe(sub)
-
-    async def _replay(self, sid: str, stream: str, cursor: Cursor, high_water: int) -> int:
-        after = cursor.after
-        head = await self.log.alast_seq()
-        if cursor.foreign_epoch is not None or after > max(head, high_water) or after > MAX_SEQ:
-            reason = "epoch" if cursor.foreign_epoch is not None else "beyond_head"
-            envelope = reset_envelope(
-                stream=stream, run_id=None, epoch=self.log.epoch, head=head, reason=reason
-            )
-            await self.sio.emit("event", json.loads(envelope), to=sid, ignore_queue=True)
-            after = 0
-        while after < high_water:
-            page = await self.log.aread(after=after, stream=stream, limit=REPLAY_PAGE)
-            page = [e for e in page if e.seq <= high_water]
-            for event in page:
-                await self._send(sid, event)
-            if len(page) < REPLAY_PAGE:
-                break
-            after = page[-1].seq
-        return max(high_water, cursor.after if cursor.foreign_epoch is None else 0)
-
-    async def _send(self, sid: str, event: Event) -> None:
-        # To a connection of this process: no need to go through the message queue.
-        await self.sio.emit("event", event.envelope(), to=sid, ignore_queue=True)
-
     async def _announce(self, stream: str) -> None:
         watching = await asyncio.to_thread(self.presence.watching, stream)
         await self.sio.emit("presence", watching, room=room_of(stream))
@@ -354,12 +295,9 @@ class SocketServer:
 
     async def shutdown(self) -> None:
         await self.checks.stop()
+        await self.rooms.close()
         for sid in list(self.connections):
             with contextlib.suppress(Exception):
                 await self.sio.disconnect(sid, ignore_queue=True)
         with contextlib.suppress(Exception):
             await asyncio.to_thread(self.presence.close)
-
-
-def room_of(stream: str) -> str:
-    return "stream:" + stream
