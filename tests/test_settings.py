@@ -52,6 +52,12 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("legacy_tasks_path", "api/tasks"),
         ("working_dir", ""),
         ("owned_run_sweep_interval", 0),
+        ("ticket_ttl", 0),
+        ("ticket_rate", (0, 10.0)),
+        ("ticket_rate", 5),
+        ("legacy_socket_token_path", "api/socket-token"),
+        ("socket_origins", "https://app.example.com"),
+        ("socket_origins", ["app.example.com"]),
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

@@ -12,8 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .access.logins import EndedLogins
-from .access.tickets import DEFAULT_RATE, DEFAULT_RATE_WINDOW, SocketTickets
-from .access.tickets import DEFAULT_TTL as DEFAULT_TICKET_TTL
+from .access.tickets import SocketTickets
 from .hooks import PluginContext, Plugins
 from .http.fallback import PrefixNotFound
 from .http.middleware import Middleware
@@ -27,6 +26,7 @@ from .runs.store import RunStore
 from .runs.sweeper import OwnedRunSweeper
 from .runs.sweeping import SweepOwnedRuns
 from .settings import (
+    DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
     DEFAULT_LEGACY_TASKS_PATH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_OWNED_RUN_SWEEP_INTERVAL,
@@ -36,6 +36,8 @@ from .settings import (
     DEFAULT_PUMP_SCAN_INTERVAL,
     DEFAULT_QUEUE_SIZE,
     DEFAULT_SEND_TIMEOUT,
+    DEFAULT_TICKET_RATE,
+    DEFAULT_TICKET_TTL,
     DEFAULT_WORKING_DIR,
     DEFAULT_WSGI_WORKERS,
     GatewaySettings,
@@ -44,7 +46,6 @@ from .sockets import PresenceRoutes, SocketServer
 from .sockets.server import DEFAULT_REDIS_CHANNEL
 from .streams import LegacyTaskPoll, StreamOptions, StreamRoutes, StreamService
 from .tickets import TicketRoutes
-from .tickets.routes import DEFAULT_LEGACY_SOCKET_TOKEN_PATH
 from .types import ASGIApp, Receive, Scope, Send
 from .upstream.goose import GooseUpstream
 from .upstream.pump import PumpSettings
@@ -54,7 +55,6 @@ from .wrapped import WrappedApp, is_wsgi
 logger = logging.getLogger("gateway_kit")
 
 SOCKETIO_PATH = "/socket.io"
-DEFAULT_TICKET_RATE = (DEFAULT_RATE, DEFAULT_RATE_WINDOW)
 ANONYMOUS_WARNING = (
     "allow_anonymous=True: requests without credentials are served as 'anonymous', allowed "
     "everything. Use this for demos and tests only."
@@ -166,6 +166,10 @@ class Gateway:
             pump_scan_interval=pump_scan_interval,
             owned_run_sweep_interval=owned_run_sweep_interval,
             working_dir=working_dir,
+            ticket_ttl=ticket_ttl,
+            ticket_rate=ticket_rate,
+            legacy_socket_token_path=legacy_socket_token_path,
+            socket_origins=tuple(socket_origins) if socket_origins is not None else None,
         )
         self.log = log
         self.upstream = upstream
@@ -179,10 +183,10 @@ class Gateway:
             context=PluginContext(log=log, app=app, prefix=prefix),
         )
         self.wrapped = WrappedApp(app, wsgi=wsgi, wsgi_workers=self.settings.wsgi_workers)
+        count, window = self.settings.ticket_rate
         self.tickets = SocketTickets(
-            log, ttl=ticket_ttl, rate=ticket_rate[0], rate_window=ticket_rate[1]
+            log, ttl=self.settings.ticket_ttl, rate=count, rate_window=window
         )
-        self.legacy_socket_token_path = legacy_socket_token_path
         self.app_middleware = [Middleware.of(m) for m in app_middleware]
         self.streams = StreamService(
             log,
@@ -231,7 +235,7 @@ class Gateway:
                 streams=self.streams,
                 tickets=self.tickets,
                 prefix=self.settings.prefix,
-                origins=socket_origins,
+                origins=self.settings.socket_origins,
                 redis_url=socketio_redis_url,
                 redis_channel=socketio_redis_channel,
             )
@@ -280,7 +284,7 @@ class Gateway:
                 TicketRoutes,
                 tickets=self.tickets,
                 prefix=prefix,
-                legacy_path=self.legacy_socket_token_path,
+                legacy_path=settings.legacy_socket_token_path,
             )
         )
         if self.sockets is not None:

@@ -34,6 +34,17 @@ DEFAULT_PLUGIN_TIMEOUT = 5.0
 DEFAULT_PUMP_SCAN_INTERVAL = 2.0
 DEFAULT_OWNED_RUN_SWEEP_INTERVAL = 2.0
 DEFAULT_WORKING_DIR = "."
+DEFAULT_TICKET_TTL = 30.0
+DEFAULT_TICKET_RATE = (20, 10.0)  # tickets per credential, per seconds
+DEFAULT_LEGACY_SOCKET_TOKEN_PATH = "/api/socket-token"
+BAD_TICKET_RATE = (
+    "ticket_rate must be (a positive number of tickets, a positive number of seconds), "
+    "got {value!r}"
+)
+BAD_ORIGINS = (
+    "socket_origins must be None or a list of origins such as 'https://app.example.com', "
+    "got {value!r}"
+)
 
 BAD_PATH = "{name} must start with '/' and name a path, such as {example!r}; got {value!r}"
 NOT_POSITIVE_NUMBER = "{name} must be a positive number of seconds, got {value!r}"
@@ -78,6 +89,14 @@ def _positive_integer(name: str, value: object) -> None:
         raise SettingsError(NOT_POSITIVE_INTEGER.format(name=name, value=value))
 
 
+def _origin(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and value.startswith(("http://", "https://"))
+        and "/" not in value.split("://", 1)[1]
+    )
+
+
 def normalize_path(name: str, value: object, *, example: str) -> str:
     """A mount path without its trailing slash; `SettingsError` unless it starts with '/'."""
     if not isinstance(value, str) or not value.startswith("/") or not value.strip("/"):
@@ -100,6 +119,10 @@ class GatewaySettings:
     pump_scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL
     owned_run_sweep_interval: float = DEFAULT_OWNED_RUN_SWEEP_INTERVAL
     working_dir: str = DEFAULT_WORKING_DIR
+    ticket_ttl: float = DEFAULT_TICKET_TTL
+    ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE
+    legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH
+    socket_origins: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -121,6 +144,27 @@ class GatewaySettings:
             _positive_number(name, getattr(self, name))
         if not isinstance(self.working_dir, str) or not self.working_dir:
             raise SettingsError(f"working_dir must be a non-empty path, got {self.working_dir!r}")
+        _positive_number("ticket_ttl", self.ticket_ttl)
+        rate = self.ticket_rate
+        try:
+            count, seconds = rate
+            _positive_integer("ticket_rate", count)
+            _positive_number("ticket_rate", seconds)
+        except (TypeError, ValueError, SettingsError):
+            raise SettingsError(BAD_TICKET_RATE.format(value=rate)) from None
+        set_(self, "ticket_rate", (count, float(seconds)))
+        if self.legacy_socket_token_path is not None:
+            path = normalize_path(
+                "legacy_socket_token_path",
+                self.legacy_socket_token_path,
+                example=DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
+            )
+            set_(self, "legacy_socket_token_path", path)
+        origins = self.socket_origins
+        if origins is not None:
+            if isinstance(origins, str) or not all(_origin(o) for o in origins):
+                raise SettingsError(BAD_ORIGINS.format(value=origins))
+            set_(self, "socket_origins", tuple(origins))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -2,7 +2,8 @@
 
     python -m tests.sockets.gateway_process PORT_FILE DB_URL REDIS_URL CHANNEL
 
-Serves a strict Gateway (API tokens only) on a free loopback port (written to PORT_FILE); its
+Serves a strict Gateway around the demo's Flask app (whose routes take the gateway's
+principal, an API token's user here) on a free loopback port (written to PORT_FILE); its
 Socket.IO state crosses processes through Redis, on a channel of the test's own.
 """
 
@@ -11,14 +12,19 @@ from __future__ import annotations
 import sys
 
 from gateway_kit import EventLog, Gateway
+from gateway_kit.demo import create_app
 
 from ..processes import serve_app
 
 
 def main() -> None:
     port_file, db_url, redis_url, channel = sys.argv[1:5]
+    log = EventLog(db_url)
+    flask_app = create_app({"TURN_CHUNK_DELAY": 0})
+    flask_app.config["EVENT_LOG"] = log
     gateway = Gateway(
-        log=EventLog(db_url),
+        flask_app,
+        log=log,
         socketio_redis_url=redis_url,
         socketio_redis_channel=channel,
     )

@@ -20,13 +20,13 @@ import sqlalchemy as sa
 
 from ..log import EventLog
 from ..principal import Principal
+from ..settings import DEFAULT_TICKET_RATE, DEFAULT_TICKET_TTL
 from .secrets import digest, new_secret
 from .tables import socket_tickets
 
-DEFAULT_TTL = 30.0
+DEFAULT_TTL = DEFAULT_TICKET_TTL
 DEFAULT_PER_USER = 32
-DEFAULT_RATE = 20
-DEFAULT_RATE_WINDOW = 10.0
+DEFAULT_RATE, DEFAULT_RATE_WINDOW = DEFAULT_TICKET_RATE
 # Used and expired tickets are kept this long (for the rate window), then deleted.
 KEEP_SPENT = 60.0
 

@@ -41,6 +41,7 @@ from flask.typing import ResponseReturnValue
 
 from ..access import StreamOwners
 from ..exceptions import InvalidCredential, InvalidEvent, LogClosed, RunError
+from ..principal import PRINCIPAL_KEY, Principal
 from ..runs.owned import DEFAULT_LEASE_TTL
 from .agent import new_message_id, run_turn
 from .legacy_sockets import LEGACY_SOCKETIO_PATH, LegacySocketTokens, legacy_socketio
@@ -94,8 +95,15 @@ def error(status: int, code: str, message: str) -> ResponseReturnValue:
 
 
 def current_user() -> str | None:
+    """The logged-in user: the session's, else the principal the gateway resolved for this
+    request (an API token's user, say), which a wrapped app finds in its environ."""
     user = session.get("username")
-    return user if isinstance(user, str) else None
+    if isinstance(user, str):
+        return user
+    principal = request.environ.get(PRINCIPAL_KEY)
+    if isinstance(principal, Principal) and not principal.anonymous:
+        return principal.user_id
+    return None
 
 
 def csrf_token() -> str:

@@ -49,8 +49,14 @@ class Presence:
         )
 
     def keep_alive(self) -> None:
-        """Renew this process's lease (taking it anew after a pause long enough to lose it)."""
+        """Renew this process's lease when a third of its time has passed (taking it anew after
+        a pause long enough to lose it), and then delete what dead processes left. Each is a
+        write, which waits for the log's appends: neither is done more often than needed."""
+        now = time.time()
+        if now < self.lease.valid_until - self.lease.ttl * 2 / 3:
+            return
         self.lease.acquire()
+        self.sweep()
 
     def connected(self, connection_id: str, principal: Principal) -> None:
         if not self.lease.held:

@@ -225,7 +225,6 @@ class SocketServer:
         """Disconnect this process's connections whose credential was revoked or logged out,
         and keep this process's presence alive."""
         await asyncio.to_thread(self.presence.keep_alive)
-        await asyncio.to_thread(self.presence.sweep)
         connections = list(self.connections.values())
         ended = await asyncio.to_thread(
             lambda: [c.sid for c in connections if not self._still_valid(c.principal)]

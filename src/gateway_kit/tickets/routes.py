@@ -18,10 +18,9 @@ from ..access.tickets import RateLimited, SocketTickets
 from ..http.errors import HTTPError, send_json
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
-from ..settings import DEFAULT_PREFIX
+from ..settings import DEFAULT_LEGACY_SOCKET_TOKEN_PATH, DEFAULT_PREFIX
 from ..types import ASGIApp, Receive, Scope, Send
 
-DEFAULT_LEGACY_SOCKET_TOKEN_PATH = "/api/socket-token"
 RATE_LIMITED = "rate_limited"
 
 
