@@ -54,6 +54,10 @@ def test_a_token_made_by_the_cli_reads_its_users_streams_until_revoked(
     async def read(client: httpx.AsyncClient) -> httpx.Response:
         return await client.get(PAGE, headers=bearer(token))
 
+    listed = cli("list", "--db", log_url)
+    assert listed.returncode == 0, listed.stderr
+    assert token_id in listed.stdout and "carol" in listed.stdout and "read" in listed.stdout
+    assert token.split("_")[-1] not in listed.stdout  # never the secret
     answer = with_clients(gateway, read)
     assert answer.status_code == 200 and answer.json()["events"][0]["data"] == {"text": "for carol"}
     assert cli("revoke", token_id, "--db", log_url).returncode == 0
