@@ -56,7 +56,6 @@ logger = logging.getLogger("gateway_kit.sockets")
 SOCKETIO_PATH = "/socket.io"
 DEFAULT_REDIS_CHANNEL = "gateway-kit-socketio"
 DEFAULT_CHECK_INTERVAL = 1.0  # seconds between looks for revoked credentials
-REPLAY_PAGE = 500
 TICKET_NEEDED = "connect with auth={{'ticket': ...}}: POST {prefix}/socket-tickets gives one"
 TICKET_REFUSED = "the ticket is unknown, used already or expired: ask for a new one"
 WRONG_ORIGIN = "the ticket was issued to another origin"
