@@ -28,6 +28,11 @@ def bearer_token(scope: Scope) -> str | None:
 
 
 class BearerIdentity:
+    """Tokens of `KIND` sent as Bearer tokens, answered as principals of `METHOD`."""
+
+    KIND = TokenKind.API
+    METHOD = BEARER_METHOD
+
     def __init__(self) -> None:
         self.tokens: ApiTokens | None = None
 
@@ -36,17 +41,23 @@ class BearerIdentity:
         if context.log is not None:
             self.tokens = ApiTokens(context.log)
 
+    def admits(self, scope: Scope) -> bool:
+        """Whether a request may present a token of this kind at all."""
+        return True
+
     @hookimpl(trylast=True)
     def resolve_principal(self, scope: Scope) -> Principal | None:
         token = bearer_token(scope)
-        if token is None or self.tokens is None:
+        if token is None or self.tokens is None or not token.startswith(self.KIND.prefix + "_"):
             return None
-        found = self.tokens.check(token, TokenKind.API)
+        if not self.admits(scope):
+            return None  # refused: the Authorization header is then invalid (401)
+        found = self.tokens.check(token, self.KIND)
         if found is None:
             return None
         return Principal(
             user_id=found.user_id,
-            method=BEARER_METHOD,
+            method=self.METHOD,
             credential_id=found.token_id,
             scopes=found.scopes,
         )

@@ -9,17 +9,13 @@ local ``Host``: through a proxy, even one on the same machine, the real client i
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
-from typing import Any
 
-from gateway_kit import Principal, hookimpl
-from gateway_kit.access import ApiTokens, TokenKind
-from gateway_kit.hooks import PluginContext
+from gateway_kit.access import TokenKind
 from gateway_kit.http.request import header
 from gateway_kit.principal import HOST_METHOD
 from gateway_kit.types import Scope
 
-from .bearer_identity import bearer_token
+from .bearer_identity import BearerIdentity
 
 FORWARDING_HEADERS = (b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-real-ip")
 LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
@@ -56,28 +52,9 @@ def from_this_host(scope: Scope) -> bool:
     return local_host_header(header(scope, b"host"))
 
 
-class HostLoginIdentity:
-    def __init__(self) -> None:
-        self.tokens: ApiTokens | None = None
+class HostLoginIdentity(BearerIdentity):
+    KIND = TokenKind.HOST
+    METHOD = HOST_METHOD
 
-    @hookimpl
-    def configure_plugin(self, config: Mapping[str, Any], context: PluginContext) -> None:
-        if context.log is not None:
-            self.tokens = ApiTokens(context.log)
-
-    @hookimpl(trylast=True)
-    def resolve_principal(self, scope: Scope) -> Principal | None:
-        token = bearer_token(scope)
-        if token is None or self.tokens is None or not token.startswith("gkh_"):
-            return None
-        if not from_this_host(scope):
-            return None  # refused: the Authorization header is then invalid (401)
-        found = self.tokens.check(token, TokenKind.HOST)
-        if found is None:
-            return None
-        return Principal(
-            user_id=found.user_id,
-            method=HOST_METHOD,
-            credential_id=found.token_id,
-            scopes=found.scopes,
-        )
+    def admits(self, scope: Scope) -> bool:
+        return from_this_host(scope)
