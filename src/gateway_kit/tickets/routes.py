@@ -43,6 +43,7 @@ class TicketRoutes:
         self.router = Router(
             prefix.rstrip("/"), [Route("/socket-tickets", self.issue, methods=("POST",))]
         )
+        self.legacy_path = legacy_path
         self.legacy = Router("", [Route(legacy_path, self.issue_legacy)]) if legacy_path else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -50,7 +51,13 @@ class TicketRoutes:
             path = relative_path(scope)
             if self.router.owns(path) and await self.router.handle(scope, receive, send):
                 return
-            if self.legacy is not None and await self.legacy.handle(scope, receive, send):
+            # Every request of the app passes here: only the legacy path is looked at further.
+            legacy = self.legacy
+            if (
+                legacy is not None
+                and path == self.legacy_path
+                and await legacy.handle(scope, receive, send)
+            ):
                 return
         await self.app(scope, receive, send)
 
