@@ -28,8 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-from _common import TYPE, payload, print_table
+from _common import print_table
 from _harness import (
     Clients,
     LowerIsBetter,
@@ -42,6 +41,7 @@ from _harness import (
     raise_open_files,
     server_stack,
 )
+from streams_latency import append_steadily
 
 KINDS = ("socketio-bare", "gateway")
 LABELS = {"socketio-bare": "python-socketio", "gateway": "gateway_kit"}
@@ -64,30 +64,6 @@ class Outcome:
     @property
     def p50(self) -> float:
         return percentile(self.latencies, 50)
-
-
-async def append_round_robin(url: str, streams: int, per_stream: int, rate: float) -> list[float]:
-    """`per_stream` events to each of `streams` streams, one every 1/`rate` s in all; the
-    round trip of each append, ms."""
-    round_trips: list[float] = []
-
-    async def post(client: httpx.AsyncClient, stream: int, i: int) -> None:
-        sent = time.time()
-        data = {**payload(i), "t": sent, "i": i}
-        answer = await client.post(url, json={"stream": f"s{stream}", "type": TYPE, "data": data})
-        answer.raise_for_status()
-        round_trips.append((time.time() - sent) * 1000)
-
-    async with httpx.AsyncClient(timeout=30) as client:
-        start = time.perf_counter()
-        tasks = []
-        for n in range(streams * per_stream):
-            delay = start + n / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(post(client, n % streams, n // streams)))
-        await asyncio.gather(*tasks)
-    return round_trips
 
 
 def measure(work: Workdir, kind: str, args: argparse.Namespace) -> Outcome:
@@ -113,7 +89,9 @@ def measure(work: Workdir, kind: str, args: argparse.Namespace) -> Outcome:
             time.sleep(0.5)
             connected = server.rss_kib()
             url = f"{server.url}/bench/append"
-            round_trips = asyncio.run(append_round_robin(url, args.streams, per_stream, args.rate))
+            streams = [f"s{k}" for k in range(args.streams)]
+            events = args.streams * per_stream
+            round_trips = asyncio.run(append_steadily(url, events, args.rate, streams))
             results = [client.result(job["timeout"] + 30) for client in clients]
         finally:
             for client in clients:

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,25 +89,30 @@ class Summary:
         self.duplicates += outcome.duplicates
 
 
-async def append_steadily(url: str, events: int, rate: float) -> list[float]:
-    """POST `events` events to `url`, one every 1/`rate` s, without waiting for the answers."""
+async def append_steadily(
+    url: str, events: int, rate: float, streams: Sequence[str] = (STREAM,)
+) -> list[float]:
+    """POST `events` events to `url`, one every 1/`rate` s, without waiting for the answers,
+    round-robin over `streams` (each stream's events numbered from 0); the round trip of each
+    append, ms."""
     round_trips: list[float] = []
 
-    async def post(client: httpx.AsyncClient, i: int) -> None:
+    async def post(client: httpx.AsyncClient, n: int) -> None:
+        stream, i = streams[n % len(streams)], n // len(streams)
         sent = time.time()
         data = {**payload(i), "t": sent}
-        response = await client.post(url, json={"stream": STREAM, "type": TYPE, "data": data})
+        response = await client.post(url, json={"stream": stream, "type": TYPE, "data": data})
         response.raise_for_status()
         round_trips.append((time.time() - sent) * 1000)
 
     async with httpx.AsyncClient(timeout=30) as client:
         start = time.perf_counter()
         tasks = []
-        for i in range(events):
-            delay = start + i / rate - time.perf_counter()
+        for n in range(events):
+            delay = start + n / rate - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(post(client, i)))
+            tasks.append(asyncio.create_task(post(client, n)))
         await asyncio.gather(*tasks)
     return round_trips
 

@@ -80,16 +80,15 @@ class Client:
         return ack
 
     async def until(self, condition: Callable[[], bool], what: str) -> None:
-        async with asyncio.timeout(WAIT):
-            while not condition():
-                self.changed.clear()
-                if condition():
-                    return
-                try:
-                    await self.changed.wait()
-                except TimeoutError:  # pragma: no cover - the outer timeout says what
-                    raise
-        assert condition(), what
+        """Until `condition()` holds, woken by every message received; fails saying `what`."""
+        try:
+            async with asyncio.timeout(WAIT):
+                while not condition():
+                    self.changed.clear()  # before looking: a message after the look sets it
+                    if not condition():
+                        await self.changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"not in {WAIT:g} s: {what}") from None
 
     def seqs(self, stream: str) -> list[int]:
         return [e["seq"] for e in self.events if e["stream"] == stream]

@@ -138,9 +138,16 @@ class ApiTokens:
             return None
         return _record(row)
 
-    def get(self, token_id: str) -> ApiToken | None:
-        rows = self.log.select(self._find, {"token_id": token_id})
-        return _record(rows[0]) if rows else None
+    def live(self, token_ids: Iterable[str]) -> set[str]:
+        """Which of `token_ids` name tokens that exist and are not revoked: one query."""
+        wanted = sorted(set(token_ids))
+        if not wanted:
+            return set()
+        query = sa.select(api_tokens.c.token_id).where(
+            api_tokens.c.token_id.in_(wanted), api_tokens.c.revoked_at.is_(None)
+        )
+        with self.log.engine.connect() as conn:
+            return set(conn.execute(query).scalars())
 
     def list(self, user_id: str | None = None) -> list[ApiToken]:
         query = sa.select(api_tokens).order_by(api_tokens.c.created_at)

@@ -11,6 +11,7 @@ from typing import Any
 from ..log import EventLog
 from ..runs.model import Bill
 from ..runs.store import RunStore
+from .table import print_rows
 
 COLUMNS = ("run", "stream", "status", "input", "output", "total", "cost", "tries", "delivered")
 
@@ -32,10 +33,7 @@ def run(args: argparse.Namespace) -> int:
         for bill in found:
             print(json.dumps(bill_json(bill), ensure_ascii=False))
         return 0
-    rows = [COLUMNS, *(bill_row(bill) for bill in found)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print_rows([COLUMNS, *(bill_row(bill) for bill in found)])
     return 0
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..access import ApiToken, ApiTokens, TokenKind
 from ..exceptions import InvalidCredential
 from ..log import EventLog
+from .table import print_rows
 
 CREATED = """\
 token id: {token_id}   (names the token in `gateway-kit tokens revoke`; proves nothing)
@@ -28,6 +29,7 @@ token:    {token}
 
 The token is shown this once. Send it as `Authorization: Bearer <token>`.{host_note}"""
 HOST_NOTE = "\nA host-login token is accepted only from this machine: a loopback client, no proxy."
+COLUMNS = ("token id", "user", "kind", "scopes", "created", "revoked")
 REVOKED = "revoked {token_id} ({user_id}); its Socket.IO connections are closed within seconds"
 
 
@@ -78,11 +80,7 @@ def run_create(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     with EventLog(args.db) as log:
         found = ApiTokens(log).list(args.user)
-    rows: list[tuple[str, ...]] = [("token id", "user", "kind", "scopes", "created", "revoked")]
-    rows.extend(token_row(token) for token in found)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print_rows([COLUMNS, *(token_row(token) for token in found)])
     return 0
 
 

@@ -55,6 +55,7 @@ logger = logging.getLogger("gateway_kit.sockets")
 
 SOCKETIO_PATH = "/socket.io"
 DEFAULT_REDIS_CHANNEL = "gateway-kit-socketio"
+TOKEN_METHODS = (BEARER_METHOD, HOST_METHOD)  # credentials that are rows of ApiTokens
 DEFAULT_CHECK_INTERVAL = 1.0  # seconds between looks for revoked credentials
 TICKET_NEEDED = "connect with auth={{'ticket': ...}}: POST {prefix}/socket-tickets gives one"
 TICKET_REFUSED = "the ticket is unknown, used already or expired: ask for a new one"
@@ -190,7 +191,7 @@ class SocketServer:
         sent_by = principal_of(environ.get("asgi.scope") or {})
         if sent_by is not None and not sent_by.anonymous and sent_by.user_id != principal.user_id:
             raise socketio.exceptions.ConnectionRefusedError(ANOTHER_USER, {"error": "ticket_user"})
-        if not await asyncio.to_thread(self._still_valid, principal):
+        if not (await asyncio.to_thread(self._still_valid, [principal]))[0]:
             raise socketio.exceptions.ConnectionRefusedError(
                 CREDENTIAL_ENDED, {"error": "credential_ended"}
             )
@@ -209,13 +210,23 @@ class SocketServer:
         for stream in streams:
             await self._announce(stream)
 
-    def _still_valid(self, principal: Principal) -> bool:
+    def _still_valid(self, principals: list[Principal]) -> list[bool]:
+        """For each principal, whether its credential still holds: the tokens among them are
+        looked up in one query, ended cookie logins are known in memory."""
+        tokens = [
+            p.credential_id
+            for p in principals
+            if p.credential_id is not None and p.method in TOKEN_METHODS
+        ]
+        live = self.tokens.live(tokens)
+        return [self._holds(p, live) for p in principals]
+
+    def _holds(self, principal: Principal, live_tokens: set[str]) -> bool:
         credential = principal.credential_id
         if credential is None:
             return True
-        if principal.method in (BEARER_METHOD, HOST_METHOD):
-            token = self.tokens.get(credential)
-            return token is not None and not token.revoked
+        if principal.method in TOKEN_METHODS:
+            return credential in live_tokens
         if principal.method == COOKIE_METHOD:
             return not self.ended_logins.ended(credential)
         return True
@@ -225,9 +236,8 @@ class SocketServer:
         and keep this process's presence alive."""
         await asyncio.to_thread(self.presence.keep_alive)
         connections = list(self.connections.values())
-        ended = await asyncio.to_thread(
-            lambda: [c.sid for c in connections if not self._still_valid(c.principal)]
-        )
+        holds = await asyncio.to_thread(self._still_valid, [c.principal for c in connections])
+        ended = [c.sid for c, ok in zip(connections, holds, strict=True) if not ok]
         for sid in ended:
             logger.info("closing socket %s: its credential was revoked or logged out", sid)
             await self.sio.disconnect(sid, ignore_queue=True)
