@@ -1,24 +1,24 @@
 """One connection to goose's `GET /sessions/{id}/events`, read as typed frames.
 
-Deliberate deviation from SSE's last-event-id rule: the SSE parser (httpx-sse, like a browser)
-hands an event without an `id:` line the previous event's id. goose omits `id:` on purpose (its
-`ActiveRequests` frame must not move the cursor), and within one connection its ids strictly
-increase, so an id equal to the previous event's is a carried-over one and the frame gets
-`id=None`. A consumer that deduplicates by goose id never drops a frame for a stale id.
+Deliberate deviation from SSE's last-event-id rule: a browser hands an event without an `id:`
+line the previous event's id. goose omits `id:` on purpose (its `ActiveRequests` frame must not
+move the cursor), so a frame gets the id of its own `id:` line, or `id=None`. A consumer that
+deduplicates by goose id never drops a frame for a stale id.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from types import TracebackType
 
 import httpx
-from httpx_sse import ServerSentEvent, aconnect_sse
 
 from gateway_kit.exceptions import UpstreamError, UpstreamTooFarBehind, UpstreamUnavailable
 from gateway_kit.upstream.goose_errors import error_from_response
 from gateway_kit.upstream.goose_frames import UpstreamFrame, parse_frame
+from gateway_kit.upstream.sse_parser import SSEParser
 
 EVENT_STREAM_CONTENT_TYPE = "text/event-stream"
 NOT_ENTERED_MESSAGE = "open the goose event stream with `async with` before iterating it"
@@ -26,10 +26,12 @@ UNREACHABLE_MESSAGE = "cannot reach goose at {url}: {error!r}"
 LOST_MESSAGE = "lost the goose event stream {url}: {error!r}"
 NOT_SSE_MESSAGE = "goose answered {url} with content type {content_type!r}, not an event stream"
 TOO_FAR_BEHIND_FALLBACK = "Client too far behind"
+STREAM_HEADERS = {"Accept": EVENT_STREAM_CONTENT_TYPE, "Cache-Control": "no-store"}
 
 
 class GooseEventStream:
-    """`async with` opens the stream (raising the typed errors); iterating yields frames.
+    """`async with` opens the stream (raising the typed errors); iterating yields frames, and
+    `next_batch()` every frame that has arrived.
 
     Iteration ends when goose closes the stream. goose's comment pings are dropped by the SSE
     parser; they still count as traffic for the read timeout, which therefore only fires on a
@@ -54,21 +56,21 @@ class GooseEventStream:
         self._headers = headers
         self._timeout = timeout
         self._stack = AsyncExitStack()
-        self._events: AsyncIterator[ServerSentEvent] | None = None
-        self._previous_sse_id = ""
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._parser = SSEParser()
+        self._ready: deque[UpstreamFrame] = deque()  # parsed, not yet taken
+        self._verdict: BaseException | None = None  # raised once what came before is taken
 
     async def __aenter__(self) -> GooseEventStream:
         try:
-            source = await self._stack.enter_async_context(
-                aconnect_sse(
-                    self._client,
+            response = await self._stack.enter_async_context(
+                self._client.stream(
                     "GET",
                     self.url,
-                    headers=dict(self._headers),
+                    headers={**self._headers, **STREAM_HEADERS},
                     timeout=self._timeout,
                 )
             )
-            response = source.response
             if response.status_code != httpx.codes.OK:
                 await response.aread()
                 raise error_from_response(response)
@@ -81,9 +83,7 @@ class GooseEventStream:
         except BaseException:
             await self._stack.aclose()
             raise
-        events = source.aiter_sse()
-        self._stack.push_async_callback(events.aclose)
-        self._events = events
+        self._chunks = response.aiter_bytes()
         return self
 
     async def __aexit__(
@@ -92,30 +92,58 @@ class GooseEventStream:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._events = None
+        self._chunks = None
         await self._stack.aclose()
 
     def __aiter__(self) -> GooseEventStream:
         return self
 
     async def __anext__(self) -> UpstreamFrame:
-        if self._events is None:
+        while not self._ready:
+            await self._read()
+        return self._take()
+
+    async def next_batch(self) -> list[UpstreamFrame]:
+        """Every frame that has arrived, waiting for one when none has; `StopAsyncIteration`
+        when goose closed the stream."""
+        while not self._ready:
+            await self._read()
+        batch = list(self._ready)
+        self._ready.clear()
+        for frame in reversed(batch):
+            if frame.id is not None:
+                self.last_event_id = frame.id
+                break
+        return batch
+
+    async def _read(self) -> None:
+        """Parse the next chunk; raise what ends the stream once nothing is left before it."""
+        if self._verdict is not None:
+            raise self._verdict
+        if self._chunks is None:
             raise RuntimeError(NOT_ENTERED_MESSAGE)
-        while True:
+        try:
+            chunk = await anext(self._chunks)
+        except StopAsyncIteration:
+            self._verdict = StopAsyncIteration()
+            raise
+        except httpx.TransportError as exc:
+            raise UpstreamUnavailable(LOST_MESSAGE.format(url=self.url, error=exc)) from exc
+        for sse in self._parser.feed(chunk):
             try:
-                sse = await anext(self._events)
-            except httpx.TransportError as exc:
-                raise UpstreamUnavailable(LOST_MESSAGE.format(url=self.url, error=exc)) from exc
-            raw_id = "" if sse.id == self._previous_sse_id else sse.id
-            self._previous_sse_id = sse.id
-            # SSE dispatches no event for an empty data buffer; httpx-sse does when an id is set.
-            if sse.data == "":
-                continue
-            frame = parse_frame(raw_id, sse.data)
+                frame = parse_frame(sse.id, sse.data)
+            except UpstreamError as exc:
+                self._verdict = exc
+                return
             if frame.too_far_behind:
                 error = frame.data.get("error")
                 message = error if isinstance(error, str) else TOO_FAR_BEHIND_FALLBACK
-                raise UpstreamTooFarBehind(self.sent_last_event_id, message)
-            if frame.id is not None:
-                self.last_event_id = frame.id
-            return frame
+                self._verdict = UpstreamTooFarBehind(self.sent_last_event_id, message)
+                return  # what came after the verdict is not read
+            self._ready.append(frame)
+
+    def _take(self) -> UpstreamFrame:
+        frame = self._ready.popleft()
+        if frame.id is not None:
+            self.last_event_id = frame.id
+        return frame

@@ -8,7 +8,8 @@ every event of a request. The SSE `id:` line is goose's per-session counter; it 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+
+import orjson
 
 from gateway_kit.exceptions import UpstreamError
 from gateway_kit.types import JSONObject
@@ -23,15 +24,38 @@ NO_TYPE_MESSAGE = "goose sent a frame without a string `type`: {data!r}"
 MAX_QUOTED_CHARS = 200
 
 
-@dataclass(frozen=True, slots=True)
 class UpstreamFrame:
-    """One goose event: its goose id (None without an `id:` line), type and whole JSON."""
+    """One goose event: its goose id (None without an `id:` line), type and whole JSON.
 
-    id: int | None
-    type: str
-    data: JSONObject
-    chat_request_id: str | None
-    raw: str = ""  # the JSON text as goose sent it, stored as is ("" when not known)
+    A frame read from goose keeps the JSON text as goose sent it (`raw`, stored as is) and
+    decodes `data` again only when asked: most frames are only written, and a thousand decoded
+    objects waiting for their write would only keep the garbage collector busy.
+    """
+
+    __slots__ = ("_data", "chat_request_id", "id", "raw", "type")
+
+    def __init__(
+        self,
+        id: int | None,
+        type: str,
+        data: JSONObject | None = None,
+        chat_request_id: str | None = None,
+        raw: str = "",
+    ) -> None:
+        if data is None and not raw:
+            raise ValueError("an UpstreamFrame needs its data or its raw JSON text")
+        self.id = id
+        self.type = type
+        self.chat_request_id = chat_request_id
+        self.raw = raw  # the JSON text as goose sent it, stored as is ("" when not known)
+        self._data = data
+
+    @property
+    def data(self) -> JSONObject:
+        if self._data is not None:
+            return self._data
+        data: JSONObject = json.loads(self.raw)  # checked to be an object when it was read
+        return data
 
     @property
     def run_key(self) -> str | None:
@@ -43,14 +67,26 @@ class UpstreamFrame:
         """goose's answer to a `Last-Event-ID` older than its replay buffer."""
         return self.id == TOO_FAR_BEHIND_ID and self.type == ERROR_TYPE
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UpstreamFrame):
+            return NotImplemented
+        return (self.id, self.type, self.chat_request_id, self.data) == (
+            other.id,
+            other.type,
+            other.chat_request_id,
+            other.data,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"UpstreamFrame(id={self.id!r}, type={self.type!r}, data={self.data!r})"
+
 
 def parse_frame(raw_id: str, data: str) -> UpstreamFrame:
     """Build a frame from one SSE event; `raw_id` is "" when the event had no `id:` line."""
     event_id = _parse_id(raw_id)
-    try:
-        payload = json.loads(data)
-    except ValueError:
-        payload = None
+    payload = _decode(data)
     if not isinstance(payload, dict):
         raise UpstreamError(BAD_DATA_MESSAGE.format(data=data[:MAX_QUOTED_CHARS]))
     frame_type = payload.get("type")
@@ -60,10 +96,26 @@ def parse_frame(raw_id: str, data: str) -> UpstreamFrame:
     return UpstreamFrame(
         id=event_id,
         type=frame_type,
-        data=payload,
         chat_request_id=chat_request_id if isinstance(chat_request_id, str) else None,
         raw=data,
     )
+
+
+def _decode(text: str) -> object:
+    """The JSON value of `text`, or None when it is not JSON.
+
+    orjson decodes a goose frame in a third of the standard library's time, and every frame
+    goose sends is decoded. What orjson refuses and the standard library takes (a lone surrogate
+    escape, NaN) is taken as before: the log decides about it.
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _parse_id(raw_id: str) -> int | None:

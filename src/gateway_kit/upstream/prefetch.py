@@ -2,20 +2,30 @@
 
 The pump writes every frame that has already arrived in one transaction, so a fast goose costs
 one commit per batch rather than one per event; knowing whether another frame is ready takes a
-queue (an async iterator can only be awaited). While the pump writes, reading pauses: parsing
-would only compete with the write for the interpreter, and the write's thread would wait for
-it at every step.
+queue (an async iterator can only be awaited). The queue holds what each read of the stream
+brought, a list of frames, so a burst costs one hand-over, not one per frame. While the pump
+writes, reading pauses: parsing would only compete with the write for the interpreter, and the
+write's thread would wait for it at every step.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator
+from typing import Protocol
 
 from .goose_frames import UpstreamFrame
 
-QUEUE_FRAMES = 4096  # parsed ahead at most; beyond it the reader waits for the pump
+# Reads parsed ahead at most; beyond it the reader waits for the pump. A read brings at most
+# what one network read returned (64 KiB from httpcore), so this bounds the memory held.
+QUEUE_READS = 64
+
+
+class BatchSource(Protocol):
+    async def next_batch(self) -> list[UpstreamFrame]:
+        """Every frame that has arrived (waiting for one); `StopAsyncIteration` at the end."""
 
 
 class _End:
@@ -24,22 +34,22 @@ class _End:
 
 
 class ReadAhead:
-    def __init__(self, frames: AsyncIterator[UpstreamFrame]) -> None:
-        self._queue: asyncio.Queue[UpstreamFrame | _End] = asyncio.Queue(QUEUE_FRAMES)
+    def __init__(self, frames: BatchSource) -> None:
+        self._queue: asyncio.Queue[list[UpstreamFrame] | _End] = asyncio.Queue(QUEUE_READS)
+        self._current: deque[UpstreamFrame] = deque()  # taken from the queue, not yet handed out
         self._reading = asyncio.Event()
         self._reading.set()
         self._task = asyncio.create_task(self._read(frames), name="gateway-kit-goose-frames")
 
-    async def _read(self, frames: AsyncIterator[UpstreamFrame]) -> None:
-        iterator = frames.__aiter__()
+    async def _read(self, frames: BatchSource) -> None:
         try:
             while True:
                 await self._reading.wait()
                 try:
-                    frame = await anext(iterator)
+                    batch = await frames.next_batch()
                 except StopAsyncIteration:
                     break
-                await self._queue.put(frame)
+                await self._queue.put(batch)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # handed to the pump, which decides what it means
@@ -50,7 +60,7 @@ class ReadAhead:
     @property
     def ready(self) -> bool:
         """Whether a frame (or the end) can be taken without waiting."""
-        return not self._queue.empty()
+        return bool(self._current) or not self._queue.empty()
 
     @contextlib.asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
@@ -64,17 +74,19 @@ class ReadAhead:
     async def next(self, timeout: float | None) -> UpstreamFrame:
         """The next frame; `StopAsyncIteration` at the end, `TimeoutError` after `timeout`, or
         what reading goose raised."""
-        if self._queue.empty() and timeout is not None:
-            async with asyncio.timeout(timeout):
+        while not self._current:
+            if self._queue.empty() and timeout is not None:
+                async with asyncio.timeout(timeout):
+                    item = await self._queue.get()
+            else:
                 item = await self._queue.get()
-        else:
-            item = await self._queue.get()
-        if isinstance(item, _End):
-            self._queue.put_nowait(item)  # the end stays the end
-            if item.error is not None:
-                raise item.error
-            raise StopAsyncIteration
-        return item
+            if isinstance(item, _End):
+                self._queue.put_nowait(item)  # the end stays the end
+                if item.error is not None:
+                    raise item.error
+                raise StopAsyncIteration
+            self._current.extend(item)
+        return self._current.popleft()
 
     async def aclose(self) -> None:
         self._task.cancel()
