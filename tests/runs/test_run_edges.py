@@ -181,7 +181,7 @@ def test_a_replay_of_a_dropped_event_is_recognised_not_taken_for_a_restart(log_u
             binding = store.bind(STREAM, "session-1")
             appender = FrameAppender(log, store)
             big = {"type": "Message", "message": {"id": "m1", "content": "z" * 8192}}
-            _, stored = await appender.append(STREAM, UpstreamFrame(1, "Message", big, None))
+            [stored] = await appender.append_all(STREAM, [UpstreamFrame(1, "Message", big)])
             assert stored.type == "PayloadDropped" and stored.upstream_event_id == "1"
             assert stored.data["message_id"] == "m1"
             # goose replays the same event header-less: recognised by its digest.
@@ -197,11 +197,11 @@ def test_a_pump_that_keeps_failing_backs_off_then_ends_the_run_saying_why(
 ) -> None:
     attempts: list[float] = []
 
-    async def broken(self: FrameAppender, stream: str, frame: Any) -> Any:
+    async def broken(self: FrameAppender, stream: str, frames: Any) -> Any:
         attempts.append(asyncio.get_running_loop().time())
         raise RuntimeError("the disk is full")
 
-    monkeypatch.setattr(FrameAppender, "append", broken)
+    monkeypatch.setattr(FrameAppender, "append_all", broken)
 
     async def main() -> None:
         async with harness(log_url) as h:

@@ -7,6 +7,7 @@ takes it over. `token` grows on every change of holder, so a holder can tell it 
 
 from __future__ import annotations
 
+import functools
 import time
 
 import sqlalchemy as sa
@@ -15,6 +16,33 @@ from sqlalchemy.dialects import postgresql, sqlite
 from .tables import leases
 
 DEFAULT_TTL = 10.0
+
+
+@functools.cache
+def _acquire_statement(dialect: str) -> sa.Insert:
+    """Take or renew a lease in one statement; built once per database kind, so it compiles
+    once (a pump takes its session's lease before it reads anything)."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    holder = sa.bindparam("holder", type_=sa.Text)
+    now = sa.bindparam("now", type_=sa.Float)
+    until = sa.bindparam("until", type_=sa.Float)
+    return (
+        insert(leases)
+        .values(name=sa.bindparam("name"), holder=holder, token=1, expires_at=until)
+        .on_conflict_do_update(
+            index_elements=[leases.c.name],
+            set_={
+                "holder": holder,
+                "expires_at": until,
+                "token": sa.case(
+                    (leases.c.holder == holder, leases.c.token),
+                    else_=leases.c.token + 1,
+                ),
+            },
+            where=sa.or_(leases.c.expires_at < now, leases.c.holder == holder),
+        )
+        .returning(leases.c.token)
+    )
 
 
 class Lease:
@@ -34,26 +62,10 @@ class Lease:
     def acquire(self) -> bool:
         """Take the lease if it is free, expired or already ours (which renews it)."""
         now = time.time()
-        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
-        statement = (
-            insert(leases)
-            .values(name=self.name, holder=self.holder, token=1, expires_at=now + self.ttl)
-            .on_conflict_do_update(
-                index_elements=[leases.c.name],
-                set_={
-                    "holder": self.holder,
-                    "expires_at": now + self.ttl,
-                    "token": sa.case(
-                        (leases.c.holder == self.holder, leases.c.token),
-                        else_=leases.c.token + 1,
-                    ),
-                },
-                where=sa.or_(leases.c.expires_at < now, leases.c.holder == self.holder),
-            )
-            .returning(leases.c.token)
-        )
+        statement = _acquire_statement(self.engine.dialect.name)
+        params = {"name": self.name, "holder": self.holder, "now": now, "until": now + self.ttl}
         with self.engine.begin() as conn:
-            row = conn.execute(statement).first()
+            row = conn.execute(statement, params).first()
         if row is None:  # another holder's lease, still running
             self.token = None
             return False

@@ -150,7 +150,7 @@ class RunLifecycle:
                 return
             if await settle_ended(self.log, self.store, current):
                 return
-            for event in await asyncio.to_thread(self._events, current):
+            for event in await asyncio.to_thread(self._upstream_ends, current):
                 if event.data.get("chat_request_id") != current.upstream_request_id:
                     continue
                 # The first of them decides, as it did live: goose's Finish follows its Error.
@@ -371,8 +371,8 @@ class RunLifecycle:
             return None  # a late event of an attempt that was cancelled or superseded
         return current
 
-    def _events(self, run: Run) -> list[Event]:
-        return read_all(self.log, run.run_id)
+    def _upstream_ends(self, run: Run) -> list[Event]:
+        return read_all(self.log, run.run_id, (UPSTREAM_ERROR, UPSTREAM_FINISH))
 
     async def _ask_guards(self, run: Run, events: Sequence[Event]) -> list[GuardVeto]:
         return vetoes_of(await self._ask("finish_guard", run=run, events=events))

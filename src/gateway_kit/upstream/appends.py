@@ -72,12 +72,6 @@ class FrameAppender:
         self.store = store
         self._runs: dict[str, Run | None] = {}
 
-    async def append(self, stream: str, frame: UpstreamFrame) -> tuple[Run | None, Event]:
-        """Append one frame, under its run; the run (or None) and the event appended."""
-        run = await self.run_for(frame.run_key)
-        [event] = await asyncio.to_thread(self._write, [self._item(stream, frame, run)], [frame])
-        return run, event
-
     async def append_all(self, stream: str, frames: list[UpstreamFrame]) -> list[Event]:
         """Append frames read one after another in one transaction (one commit for all)."""
         items = []

@@ -36,7 +36,7 @@ from ..exceptions import (
     UpstreamTooFarBehind,
     UpstreamUnavailable,
 )
-from ..log import EventLog
+from ..log import Event, EventLog
 from ..runs.ending import terminal_event
 from ..runs.lease import Lease
 from ..runs.lifecycle import RunLifecycle
@@ -124,9 +124,10 @@ class SessionPump:
 
     async def run(self) -> bool:
         """Pump until nothing is left; False when another process holds the session's lease."""
-        binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
-        if binding is None or not await asyncio.to_thread(self.lease.acquire):
+        binding = await asyncio.to_thread(self._claim)
+        if binding is None:
             return False  # an unknown session, or another process pumps it
+        self.binding = binding
         keeper = asyncio.create_task(self._keep_lease())
         try:
             await self._pump()
@@ -144,6 +145,13 @@ class SessionPump:
             except Exception:  # it runs out by itself; another process may take it then
                 logger.exception("releasing the lease of goose session %s failed", self.session_id)
         return True
+
+    def _claim(self) -> SessionBinding | None:
+        """The session's binding, once its lease is this pump's; None when it has neither."""
+        binding = self.store.binding_of_session(self.session_id)
+        if binding is None or not self.lease.acquire():
+            return None
+        return binding
 
     async def _keep_lease(self) -> None:
         while True:
@@ -163,7 +171,8 @@ class SessionPump:
         # header-less, recognise replayed events by content and notice lost ones by the gap.
         first = True
         while True:
-            await self._check_bound()
+            if not first:  # the first look is the one `run` made just before
+                await self._check_bound()
             for run in await self._active_runs():
                 await self.lifecycle.resume(run)
             latest = await asyncio.to_thread(self.store.latest_run, self.session_id)
@@ -276,13 +285,11 @@ class SessionPump:
                 await self._recover_conversation()
             check_gap = False
             known = frame.id
+            pending.append(frame)
             if frame.type not in ("Finish", "Error"):
-                pending.append(frame)
                 continue
-            await self._write(pending)
-            if not self.lease.held:
-                raise LeaseLost
-            run, event = await self.appender.append(self.binding.stream, frame)
+            event = (await self._write(pending))[-1]  # what came before it, in one transaction
+            run = await self.appender.run_for(frame.run_key)
             if run is None:
                 continue
             if frame.type == "Finish":
@@ -294,13 +301,15 @@ class SessionPump:
             if frame.type == "Finish" and not await self._active_runs():
                 return True
 
-    async def _write(self, frames: list[UpstreamFrame]) -> None:
+    async def _write(self, frames: list[UpstreamFrame]) -> list[Event]:
+        """Append `frames` (and empty the list); the events written."""
         if not frames:
-            return
+            return []
         if not self.lease.held:
             raise LeaseLost
-        await self.appender.append_all(self.binding.stream, frames)
+        events = await self.appender.append_all(self.binding.stream, frames)
         frames.clear()
+        return events
 
     async def _check_bound(self) -> None:
         binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
