@@ -39,4 +39,4 @@ def types(log: EventLog, run_id: str) -> list[str]:
 def dead_owner(log: EventLog, run_id: str) -> None:
     """An owned run whose process died: one event, and a lease that ran out a second ago."""
     log.append(STREAM, "Message", {"text": "half a reply"}, run_id=run_id)
-    assert Lease(log.engine, lease_name(STREAM, run_id), "a process now gone", ttl=-1.0).acquire()
+    assert Lease(log, lease_name(STREAM, run_id), "a process now gone", ttl=-1.0).acquire()

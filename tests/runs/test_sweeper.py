@@ -35,7 +35,7 @@ def test_a_sweeper_ends_a_dead_owners_run_with_an_error_saying_so(log: EventLog)
 
 def test_a_sweeper_leaves_live_leases_and_other_leases_alone(log: EventLog) -> None:
     with owned_run(log, stream=STREAM, run_id="live") as run:
-        assert Lease(log.engine, "pump:session-1", "a process now gone", ttl=-1.0).acquire()
+        assert Lease(log, "pump:session-1", "a process now gone", ttl=-1.0).acquire()
         assert OwnedRunSweeper(log).sweep() == []
         run.append("Message", {"text": "still ours"})
     assert types(log, "live") == ["Message", "Finish"]

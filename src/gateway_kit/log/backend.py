@@ -16,13 +16,14 @@ from .schema import COLUMNS, EVENTS, META, STREAM_HEADS
 from .transaction import Transaction
 
 Row = Sequence[Any]
+T = TypeVar("T")
 
 
 class Backend(Protocol):
     """One database behind an `EventLog`.
 
-    `insert` is only ever called by one thread at a time (the group-commit leader); everything
-    else may be called from any thread.
+    `insert` and `transact` are only ever called by one thread at a time (under the log's write
+    lock); everything else may be called from any thread.
     """
 
     dialect: str
@@ -52,6 +53,7 @@ class Backend(Protocol):
     ) -> int: ...
     def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None: ...
     def select(self, sql: str, params: Any) -> tuple[tuple[str, ...], list[Row]]: ...
+    def transact(self, work: Callable[[Transaction], T]) -> T: ...
     def close(self) -> None: ...
 
 

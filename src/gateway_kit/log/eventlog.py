@@ -31,7 +31,7 @@ from .notifier import Notifier
 from .postgres import PostgresBackend
 from .schema import HEAD_REVISION
 from .sqlite import SQLiteBackend
-from .transaction import Transaction, compiled, record_type
+from .transaction import Result, Transaction, compiled, record_type
 
 logger = logging.getLogger("gateway_kit.log")
 
@@ -390,6 +390,21 @@ class EventLog:
         names, rows = self._backend.select(sql.sql, sql.parameters(params))
         record = record_type(names)
         return [record(*row) for row in rows]
+
+    @property
+    def dialect(self) -> str:
+        """The database's kind, as SQLAlchemy names it: "sqlite" or "postgresql"."""
+        return self._backend.dialect
+
+    def write(self, statement: sa.Executable, params: Mapping[str, Any] | None = None) -> Result:
+        """Run a SQLAlchemy Core statement that writes the tables beside the log, committed on
+        its own, on the log's writer connection (no connection is opened per write); its rows,
+        where it returns any. `params` fill the statement's `bindparam`s."""
+        self._check_open()
+        with self._write_lock:
+            return self._backend.transact(
+                lambda transaction: transaction.execute(statement, params)
+            )
 
     @property
     def engine(self) -> sa.Engine:

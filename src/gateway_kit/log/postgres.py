@@ -28,6 +28,7 @@ from .backend import (
     Connections,
     Latest,
     RunEnd,
+    T,
     delete_runs,
     last_seq_sql,
     prunable_runs_sql,
@@ -112,6 +113,11 @@ class PostgresBackend:
 
     def engine(self) -> sa.Engine:
         return postgres_engine(self._url)
+
+    def transact(self, work: Callable[[Transaction], T]) -> T:
+        """`work` in a transaction of the writer connection."""
+        with self._writer.transaction():
+            return work(Transaction(self._writer, self.dialect))
 
     def version(self) -> str | None:
         try:

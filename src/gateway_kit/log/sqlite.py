@@ -20,6 +20,7 @@ from .backend import (
     Connections,
     Latest,
     RunEnd,
+    T,
     delete_runs,
     last_seq_sql,
     prunable_runs_sql,
@@ -116,6 +117,20 @@ class SQLiteBackend:
 
     def engine(self) -> sa.Engine:
         return sqlite_engine(self._target, uri=self._uri)
+
+    def transact(self, work: Callable[[Transaction], T]) -> T:
+        """`work` in a transaction of the writer connection. It writes no events, so what the
+        writer knows of the log's seqs and heads stays true."""
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(Transaction(conn, self.dialect))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
 
     def version(self) -> str | None:
         try:

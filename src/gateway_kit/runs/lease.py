@@ -9,13 +9,24 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..log import EventLog
 from .tables import leases
 
 DEFAULT_TTL = 10.0
+
+
+_MINE = sa.and_(
+    leases.c.name == sa.bindparam("name"),
+    leases.c.holder == sa.bindparam("holder"),
+    leases.c.token == sa.bindparam("token"),
+)
+RENEW = leases.update().where(_MINE).values(expires_at=sa.bindparam("until"))
+RELEASE = leases.delete().where(_MINE)
 
 
 @functools.cache
@@ -46,8 +57,10 @@ def _acquire_statement(dialect: str) -> sa.Insert:
 
 
 class Lease:
-    def __init__(self, engine: sa.Engine, name: str, holder: str, ttl: float = DEFAULT_TTL) -> None:
-        self.engine = engine
+    """A lease in the log's database, written on the log's own writer connection."""
+
+    def __init__(self, log: EventLog, name: str, holder: str, ttl: float = DEFAULT_TTL) -> None:
+        self.log = log
         self.name = name
         self.holder = holder
         self.ttl = ttl
@@ -62,14 +75,13 @@ class Lease:
     def acquire(self) -> bool:
         """Take the lease if it is free, expired or already ours (which renews it)."""
         now = time.time()
-        statement = _acquire_statement(self.engine.dialect.name)
+        statement = _acquire_statement(self.log.dialect)
         params = {"name": self.name, "holder": self.holder, "now": now, "until": now + self.ttl}
-        with self.engine.begin() as conn:
-            row = conn.execute(statement, params).first()
-        if row is None:  # another holder's lease, still running
+        rows = self.log.write(statement, params).rows
+        if not rows:  # another holder's lease, still running
             self.token = None
             return False
-        self.token = int(row.token)
+        self.token = int(rows[0][0])
         self.valid_until = now + self.ttl
         return True
 
@@ -82,29 +94,24 @@ class Lease:
         if self.token is None:
             return False
         now = time.time()
-        statement = leases.update().where(self._mine()).values(expires_at=now + self.ttl)
-        with self.engine.begin() as conn:
-            renewed = conn.execute(statement).rowcount == 1
+        params = {**self._mine(), "until": now + self.ttl}
+        renewed = self.log.write(RENEW, params).rowcount == 1
         if not renewed:
             self.token = None
             return False
         self.valid_until = now + self.ttl
         return True
 
-    def release_statement(self) -> sa.Delete:
-        """The statement that releases this lease, for running in another transaction."""
-        return leases.delete().where(self._mine())
+    def release_statement(self) -> tuple[sa.Delete, dict[str, Any]]:
+        """The statement that releases this lease and its parameters, for running in another
+        transaction."""
+        return RELEASE, self._mine()
 
     def release(self) -> None:
         if self.token is None:
             return
-        with self.engine.begin() as conn:
-            conn.execute(self.release_statement())
+        self.log.write(*self.release_statement())
         self.token = None
 
-    def _mine(self) -> sa.ColumnElement[bool]:
-        return sa.and_(
-            leases.c.name == self.name,
-            leases.c.holder == self.holder,
-            leases.c.token == self.token,
-        )
+    def _mine(self) -> dict[str, Any]:
+        return {"name": self.name, "holder": self.holder, "token": self.token}

@@ -119,7 +119,7 @@ class OwnedRun:
         self.run_id = run_id
         self.ended: Event | None = None
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
-        self._lease = Lease(log.engine, lease_name(stream, run_id), holder, lease_ttl)
+        self._lease = Lease(log, lease_name(stream, run_id), holder, lease_ttl)
         self._entered = False
         self._open = False
         self._lost = False
@@ -199,7 +199,7 @@ class OwnedRun:
         lease = self._lease
 
         def release(transaction: Transaction, events: list[Event]) -> None:
-            if transaction.execute(lease.release_statement()).rowcount != 1:
+            if transaction.execute(*lease.release_statement()).rowcount != 1:
                 raise LeaseLost
 
         with self._lock:  # the renewing thread waits, then sees that the run has ended

@@ -26,7 +26,7 @@ class Presence:
     def __init__(self, log: EventLog, process_id: str, *, ttl: float = DEFAULT_TTL) -> None:
         self.log = log
         self.process_id = process_id
-        self.lease = Lease(log.engine, LEASE_PREFIX + process_id, process_id, ttl)
+        self.lease = Lease(log, LEASE_PREFIX + process_id, process_id, ttl)
         live = sa.and_(
             leases.c.name == sa.literal(LEASE_PREFIX) + socket_connections.c.process_id,
             leases.c.expires_at > sa.bindparam("now"),

@@ -109,6 +109,11 @@ class FrameAppender:
         fields = {k: v for k, v in item.items() if k not in ("data", "data_json", "type")}
         return self.log.append(type=PAYLOAD_DROPPED, data=body, **fields)
 
+    def know(self, runs: list[Run]) -> None:
+        """Route the events of these runs' current requests to them without a lookup."""
+        for run in runs:
+            self._runs[run.upstream_request_id] = run
+
     async def run_for(self, request_id: str | None) -> Run | None:
         if request_id is None:
             return None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from collections.abc import AsyncIterator
 from typing import Protocol
 
@@ -36,7 +35,6 @@ class _End:
 class ReadAhead:
     def __init__(self, frames: BatchSource) -> None:
         self._queue: asyncio.Queue[list[UpstreamFrame] | _End] = asyncio.Queue(QUEUE_READS)
-        self._current: deque[UpstreamFrame] = deque()  # taken from the queue, not yet handed out
         self._reading = asyncio.Event()
         self._reading.set()
         self._task = asyncio.create_task(self._read(frames), name="gateway-kit-goose-frames")
@@ -60,7 +58,7 @@ class ReadAhead:
     @property
     def ready(self) -> bool:
         """Whether a frame (or the end) can be taken without waiting."""
-        return bool(self._current) or not self._queue.empty()
+        return not self._queue.empty()
 
     @contextlib.asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
@@ -71,22 +69,27 @@ class ReadAhead:
         finally:
             self._reading.set()
 
-    async def next(self, timeout: float | None) -> UpstreamFrame:
-        """The next frame; `StopAsyncIteration` at the end, `TimeoutError` after `timeout`, or
-        what reading goose raised."""
-        while not self._current:
-            if self._queue.empty() and timeout is not None:
-                async with asyncio.timeout(timeout):
-                    item = await self._queue.get()
-            else:
+    async def next_batch(self, timeout: float | None) -> list[UpstreamFrame]:
+        """Every frame read so far, waiting for one when there is none; `StopAsyncIteration`
+        at the end, `TimeoutError` after `timeout`, or what reading goose raised."""
+        if self._queue.empty() and timeout is not None:
+            async with asyncio.timeout(timeout):
                 item = await self._queue.get()
+        else:
+            item = await self._queue.get()
+        batch: list[UpstreamFrame] = []
+        while True:
             if isinstance(item, _End):
-                self._queue.put_nowait(item)  # the end stays the end
+                self._queue.put_nowait(item)  # the end stays the end, after what came before
+                if batch:
+                    return batch
                 if item.error is not None:
                     raise item.error
                 raise StopAsyncIteration
-            self._current.extend(item)
-        return self._current.popleft()
+            batch.extend(item)
+            if self._queue.empty():
+                return batch
+            item = self._queue.get_nowait()
 
     async def aclose(self) -> None:
         self._task.cancel()

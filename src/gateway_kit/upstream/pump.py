@@ -207,6 +207,7 @@ class SessionPump:
     async def _consume(self, header: int | None, known: int | None, check_gap: bool) -> bool:
         """Read one connection; True when nothing is left to pump."""
         at_connect = await self._active_runs()
+        self.appender.know(at_connect)
         async with self.upstream.events(self.session_id, header) as frames:
             listed: set[str] = set()
             reader = asyncio.create_task(self._read(frames, header, known, check_gap, listed))
@@ -250,12 +251,12 @@ class SessionPump:
         while True:
             if pending and not ahead.ready:
                 await asyncio.sleep(0)  # let what has arrived meanwhile be parsed first
-            if pending and (not ahead.ready or len(pending) >= MAX_BATCH):
+            if pending and not ahead.ready:
                 async with ahead.paused():
                     await self._write(pending)  # nothing more has arrived: write what has
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                frame = await ahead.next(timeout)
+                frames = await ahead.next_batch(timeout)
             except StopAsyncIteration:
                 await self._write(pending)
                 return False
@@ -267,39 +268,43 @@ class SessionPump:
             except Exception:  # the connection failed: what it brought before still counts
                 await self._write(pending)
                 raise
-            if frame.id is None:  # rule 8: ActiveRequests never moves the cursor
-                if frame.type == "ActiveRequests":
-                    listed.update(str(r) for r in frame.data.get("request_ids", []))
-                continue
-            if known is not None and frame.id <= known:
-                await self._write(pending)  # what the comparison reads must be written
-                # goose replays only ids above the header within one lifetime; header-less, an
-                # id it already gave must name the very same event.
-                if header is None and await is_duplicate(
-                    self.log, self.binding, frame.id, frame.data
-                ):
+            for frame in frames:
+                if len(pending) >= MAX_BATCH:
+                    async with ahead.paused():
+                        await self._write(pending)
+                if frame.id is None:  # rule 8: ActiveRequests never moves the cursor
+                    if frame.type == "ActiveRequests":
+                        listed.update(str(r) for r in frame.data.get("request_ids", []))
                     continue
-                raise GooseRestarted
-            if check_gap and known is not None and frame.id > known + 1:
-                await self._write(pending)
-                await self._recover_conversation()
-            check_gap = False
-            known = frame.id
-            pending.append(frame)
-            if frame.type not in ("Finish", "Error"):
-                continue
-            event = (await self._write(pending))[-1]  # what came before it, in one transaction
-            run = await self.appender.run_for(frame.run_key)
-            if run is None:
-                continue
-            if frame.type == "Finish":
-                await self.lifecycle.upstream_finished(run, event)
-            else:
-                await self.lifecycle.upstream_errored(run, event)
-                deadline = time.monotonic() + self.settings.error_finish_grace
-            await self._check_bound()  # a recovery may have moved the stream to a new session
-            if frame.type == "Finish" and not await self._active_runs():
-                return True
+                if known is not None and frame.id <= known:
+                    await self._write(pending)  # what the comparison reads must be written
+                    # goose replays only ids above the header within one lifetime; header-less,
+                    # an id it already gave must name the very same event.
+                    if header is None and await is_duplicate(
+                        self.log, self.binding, frame.id, frame.data
+                    ):
+                        continue
+                    raise GooseRestarted
+                if check_gap and known is not None and frame.id > known + 1:
+                    await self._write(pending)
+                    await self._recover_conversation()
+                check_gap = False
+                known = frame.id
+                pending.append(frame)
+                if frame.type not in ("Finish", "Error"):
+                    continue
+                event = (await self._write(pending))[-1]  # with what came before, at once
+                run = await self.appender.run_for(frame.run_key)
+                if run is None:
+                    continue
+                if frame.type == "Finish":
+                    await self.lifecycle.upstream_finished(run, event)
+                else:
+                    await self.lifecycle.upstream_errored(run, event)
+                    deadline = time.monotonic() + self.settings.error_finish_grace
+                await self._check_bound()  # a recovery may have moved the stream elsewhere
+                if frame.type == "Finish" and not await self._active_runs():
+                    return True
 
     async def _write(self, frames: list[UpstreamFrame]) -> list[Event]:
         """Append `frames` (and empty the list); the events written."""

@@ -61,9 +61,7 @@ class PumpManager:
         """Make sure this session is pumped (here, unless another process holds its lease)."""
         if self.running(session_id):
             return
-        lease = Lease(
-            self.store.engine, LEASE_PREFIX + session_id, self.holder, self.settings.lease_ttl
-        )
+        lease = Lease(self.log, LEASE_PREFIX + session_id, self.holder, self.settings.lease_ttl)
         pump = SessionPump(
             log=self.log,
             store=self.store,
