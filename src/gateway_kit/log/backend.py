@@ -170,10 +170,21 @@ def select_sql(
         where.append(f"run_id = {placeholder}")
     if types:
         where.append(f"type IN ({', '.join([placeholder] * len(types))})")
+        return (
+            f"SELECT {COLUMNS} FROM {EVENTS} WHERE seq IN ({_seqs_where(where)}) "
+            f"ORDER BY seq LIMIT {placeholder}"
+        )
     return (
         f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} "
         f"ORDER BY seq LIMIT {placeholder}"
     )
+
+
+def _seqs_where(where: list[str], pick: str = "seq") -> str:
+    """The seqs of events by type, in a query of their own: asked with an ORDER BY seq, the
+    planner walks a run's events in seq order, checking each one's type, rather than take the
+    index on run and type."""
+    return f"SELECT {pick} FROM {EVENTS} WHERE {' AND '.join(where)}"
 
 
 def select_params(
@@ -213,13 +224,12 @@ class Latest:
         if self.upto is not None:
             where.append(f"seq <= {placeholder}")
             params.append(self.upto)
-        order = "DESC"
         if self.terminal:
             where.append(f"type IN ({', '.join(map(repr, sorted(TERMINAL_TYPES)))})")
-            order = "ASC"
+            oldest = _seqs_where(where, "MIN(seq)")
+            return f"SELECT {COLUMNS} FROM {EVENTS} WHERE seq = ({oldest})", params
         sql = (
-            f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} "
-            f"ORDER BY seq {order} LIMIT 1"
+            f"SELECT {COLUMNS} FROM {EVENTS} WHERE {' AND '.join(where)} ORDER BY seq DESC LIMIT 1"
         )
         return sql, params
 

@@ -26,6 +26,11 @@ def ending_status(event_type: str, *, cancel_requested: bool) -> RunStatus:
     return RunStatus.CANCELLED if cancel_requested else RunStatus.FINISHED
 
 
+def settle(store: RunStore, run: Run, terminal: Event) -> None:
+    """Bring the row of a run the log has ended (by `terminal`) in line with that end."""
+    store.end(run.run_id, ending_status(terminal.type, cancel_requested=run.cancel_requested))
+
+
 async def settle_ended(log: EventLog, store: RunStore, run: Run) -> bool:
     """True when the log already ends the run; its row, if still active, is brought in line.
 
@@ -35,6 +40,5 @@ async def settle_ended(log: EventLog, store: RunStore, run: Run) -> bool:
     terminal = await terminal_event(log, run)
     if terminal is None:
         return False
-    status = ending_status(terminal.type, cancel_requested=run.cancel_requested)
-    await asyncio.to_thread(store.end, run.run_id, status)
+    await asyncio.to_thread(settle, store, run, terminal)
     return True

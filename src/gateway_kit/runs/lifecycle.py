@@ -35,7 +35,7 @@ from ..log import Event, EventLog
 from ..log.transaction import Transaction
 from ..settings import DEFAULT_WORKING_DIR
 from .billing import BillingOutbox, BillingSettings
-from .ending import settle_ended
+from .ending import settle
 from .events import (
     ERROR,
     FINISH,
@@ -136,8 +136,9 @@ class RunLifecycle:
             if current is not None and current.active:
                 await self._errored(current, error)
 
-    async def resume(self, run: Run) -> None:
-        """A pump starts on the run's session: finish a decision a stopped process left.
+    async def resume(self, run: Run) -> bool:
+        """A pump starts on the run's session: finish a decision a stopped process left; True
+        when the run was ended or moved on here.
 
         The current attempt's `Finish` or `Error` may be in the log without the run's end (the
         process that appended it died before deciding): decide now. A run whose end is in the
@@ -145,21 +146,32 @@ class RunLifecycle:
         together) gets its row brought in line.
         """
         async with self._lock(run.run_id):
-            current = await asyncio.to_thread(self.store.get, run.run_id)
-            if current is None or not current.active:
-                return
-            if await settle_ended(self.log, self.store, current):
-                return
-            for event in await asyncio.to_thread(self._upstream_ends, current):
+            current, settled, ends = await asyncio.to_thread(self._look_back, run.run_id)
+            if current is None or settled:
+                return settled
+            for event in ends:
                 if event.data.get("chat_request_id") != current.upstream_request_id:
                     continue
                 # The first of them decides, as it did live: goose's Finish follows its Error.
                 if event.type == UPSTREAM_ERROR:
                     await self._errored(current, str(event.data.get("error", "")))
-                    return
+                    return True
                 if event.type == UPSTREAM_FINISH:
                     await self._finished(current)
-                    return
+                    return True
+            return False
+
+    def _look_back(self, run_id: str) -> tuple[Run | None, bool, list[Event]]:
+        """The run if active; whether its row was just brought in line with the end the log
+        holds; goose's ends of its requests, when the log holds none of the run's own."""
+        current = self.store.get(run_id)
+        if current is None or not current.active:
+            return None, False, []
+        terminal = self.log.run_end(run_id)
+        if terminal is not None:
+            settle(self.store, current, terminal)
+            return current, True, []
+        return current, False, read_all(self.log, run_id, (UPSTREAM_ERROR, UPSTREAM_FINISH))
 
     # --- decisions ---------------------------------------------------------------------------
 
@@ -370,9 +382,6 @@ class RunLifecycle:
         ):
             return None  # a late event of an attempt that was cancelled or superseded
         return current
-
-    def _upstream_ends(self, run: Run) -> list[Event]:
-        return read_all(self.log, run.run_id, (UPSTREAM_ERROR, UPSTREAM_FINISH))
 
     async def _ask_guards(self, run: Run, events: Sequence[Event]) -> list[GuardVeto]:
         return vetoes_of(await self._ask("finish_guard", run=run, events=events))

@@ -47,7 +47,7 @@ from .goose import GooseUpstream
 from .goose_events import GooseEventStream
 from .goose_frames import UpstreamFrame
 from .prefetch import ReadAhead
-from .translator import is_duplicate, plan_resume
+from .translator import ResumePlan, is_duplicate, plan_resume
 
 logger = logging.getLogger("gateway_kit.upstream")
 
@@ -146,6 +146,9 @@ class SessionPump:
                 logger.exception("releasing the lease of goose session %s failed", self.session_id)
         return True
 
+    def _plan(self) -> ResumePlan:
+        return plan_resume(self.log, self.binding, self.store.latest_run(self.session_id))
+
     def _claim(self) -> SessionBinding | None:
         """The session's binding, once its lease is this pump's; None when it has neither."""
         binding = self.store.binding_of_session(self.session_id)
@@ -173,16 +176,16 @@ class SessionPump:
         while True:
             if not first:  # the first look is the one `run` made just before
                 await self._check_bound()
-            for run in await self._active_runs():
-                await self.lifecycle.resume(run)
-            latest = await asyncio.to_thread(self.store.latest_run, self.session_id)
-            plan = await plan_resume(self.log, self.binding, latest)
+            runs = await self._active_runs()
+            moved = [await self.lifecycle.resume(run) for run in runs]
+            active = None if any(moved) else runs  # a run that moved on: look again at connect
+            plan = await asyncio.to_thread(self._plan)
             if not plan.connect and not await self._active_runs():
                 return  # rule 4: the log already ends the latest run; goose is not contacted
             header = plan.last_event_id if first else None
             check_gap, first = not first, False
             try:
-                if await self._consume(header, plan.newest_persisted, check_gap):
+                if await self._consume(header, plan.newest_persisted, check_gap, active):
                     return
             except RecheckWithoutHeader:
                 continue
@@ -204,9 +207,12 @@ class SessionPump:
                 return
             await asyncio.sleep(self.settings.reconnect_delay)  # goose closed the stream
 
-    async def _consume(self, header: int | None, known: int | None, check_gap: bool) -> bool:
-        """Read one connection; True when nothing is left to pump."""
-        at_connect = await self._active_runs()
+    async def _consume(
+        self, header: int | None, known: int | None, check_gap: bool, active: list[Run] | None
+    ) -> bool:
+        """Read one connection; True when nothing is left to pump. `active`: the runs active
+        just before, when known (a run started since is newer than the connection)."""
+        at_connect = await self._active_runs() if active is None else active
         self.appender.know(at_connect)
         async with self.upstream.events(self.session_id, header) as frames:
             listed: set[str] = set()

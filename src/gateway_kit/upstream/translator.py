@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..log import Event, EventLog
-from ..runs.ending import terminal_event
 from ..runs.model import Run, SessionBinding
 from .appends import same_event
 
@@ -42,11 +41,12 @@ def goose_id(event: Event | None) -> int | None:
         return None
 
 
-async def plan_resume(log: EventLog, binding: SessionBinding, latest_run: Run | None) -> ResumePlan:
+def plan_resume(log: EventLog, binding: SessionBinding, latest_run: Run | None) -> ResumePlan:
+    """What to send goose, from the log (blocking: call it off the event loop)."""
     newest = goose_id(
-        await log.alatest(binding.stream, after=binding.lifetime_start_seq, upstream_only=True)
+        log.latest(binding.stream, after=binding.lifetime_start_seq, upstream_only=True)
     )
-    if latest_run is None or await terminal_event(log, latest_run) is not None:
+    if latest_run is None or log.run_end(latest_run.run_id) is not None:
         return ResumePlan(connect=False, last_event_id=newest, newest_persisted=newest)
     return ResumePlan(connect=True, last_event_id=newest, newest_persisted=newest)
 
