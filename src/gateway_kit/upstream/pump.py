@@ -181,7 +181,7 @@ class SessionPump:
             active = None if any(moved) else runs  # a run that moved on: look again at connect
             plan = await asyncio.to_thread(self._plan)
             if not plan.connect and not await self._active_runs():
-                return  # rule 4: the log already ends the latest run; goose is not contacted
+                return  # the log already ends the latest run: goose is not contacted
             header = plan.last_event_id if first else None
             check_gap, first = not first, False
             try:
@@ -278,7 +278,7 @@ class SessionPump:
                 if len(pending) >= MAX_BATCH:
                     async with ahead.paused():
                         await self._write(pending)
-                if frame.id is None:  # rule 8: ActiveRequests never moves the cursor
+                if frame.id is None:  # a frame without a goose id (ActiveRequests) moves no cursor
                     if frame.type == "ActiveRequests":
                         listed.update(str(r) for r in frame.data.get("request_ids", []))
                     continue
