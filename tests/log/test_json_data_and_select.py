@@ -4,7 +4,9 @@ tables beside it."""
 from __future__ import annotations
 
 import json
+import sqlite3
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -64,3 +66,27 @@ def test_select_reads_the_tables_beside_the_log_on_its_own_connections(log: Even
     assert log.select(by_id, {"id": 3}) == []
     # A statement made once is compiled once per driver.
     assert compiled(by_id, "sqlite") is compiled(by_id, "sqlite")
+
+
+def test_write_commits_a_statement_on_the_writer_and_leaves_nothing_when_it_fails(
+    log: EventLog,
+) -> None:
+    with log.engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE marks (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"))
+    marks = sa.table("marks", sa.column("id", sa.Integer), sa.column("body", sa.Text))
+    insert = (
+        sa.insert(marks)
+        .values(id=sa.bindparam("id"), body=sa.bindparam("body"))
+        .returning(marks.c.id)
+    )
+    assert log.write(insert, {"id": 1, "body": "one"}).rows == [(1,)]
+    # Committed: another connection sees it at once.
+    with log.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT body FROM marks")).scalars().all() == ["one"]
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.IntegrityError)):
+        log.write(insert, {"id": 1, "body": "again"})  # the same key: refused, rolled back
+    update = sa.update(marks).where(marks.c.id == sa.bindparam("key")).values(body="uno")
+    assert log.write(update, {"key": 1}).rowcount == 1
+    log.append("s", "T", {})  # the writer goes on appending after a refused write
+    assert [r.body for r in log.select(sa.select(marks))] == ["uno"]
+    assert len(log.read()) == 1
