@@ -333,6 +333,17 @@ def test_too_far_behind_is_raised_not_yielded() -> None:
     run_with_upstream(scenario)
 
 
+def test_frames_the_standard_library_takes_are_taken_and_what_is_not_json_is_refused() -> None:
+    # orjson decodes frames but refuses a lone surrogate escape and NaN; the standard library
+    # takes both, as before (the log then decides about the surrogate).
+    surrogate = parse_frame("3", '{"type":"Message","text":"\\ud800","chat_request_id":"r"}')
+    assert (surrogate.type, surrogate.run_key, surrogate.data["text"]) == ("Message", "r", "\ud800")
+    assert parse_frame("4", '{"type":"MessageUsage","cost":NaN}').type == "MessageUsage"
+    for bad in ('{"type":"Message"', '["Message"]', '{"text":"no type"}'):
+        with pytest.raises(UpstreamError):
+            parse_frame("5", bad)
+
+
 def test_only_goose_s_id_0_error_means_too_far_behind() -> None:
     signal = parse_frame("0", json.dumps({"type": "Error", "error": "Client too far behind"}))
     ordinary_error = parse_frame("9", json.dumps({"type": "Error", "error": "model failed"}))

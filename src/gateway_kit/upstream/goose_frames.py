@@ -67,18 +67,6 @@ class UpstreamFrame:
         """goose's answer to a `Last-Event-ID` older than its replay buffer."""
         return self.id == TOO_FAR_BEHIND_ID and self.type == ERROR_TYPE
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, UpstreamFrame):
-            return NotImplemented
-        return (self.id, self.type, self.chat_request_id, self.data) == (
-            other.id,
-            other.type,
-            other.chat_request_id,
-            other.data,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"UpstreamFrame(id={self.id!r}, type={self.type!r}, data={self.data!r})"
 
