@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from gateway_kit import EventLog, Gateway, Principal
 from gateway_kit.access import ApiTokens
 from gateway_kit.access.tables import socket_tickets
-from gateway_kit.access.tickets import SocketTickets
+from gateway_kit.access.tickets import RateLimited, SocketTickets
 
 from ..identity.helpers import assert_error, flask_app, with_clients
 
@@ -54,6 +54,20 @@ def test_tickets_are_stored_hashed_and_the_per_user_cap_evicts_the_oldest(log: E
     assert not any(t in stored for t in issued)
     assert tickets.consume(issued[0]) is None  # the oldest went
     assert all(tickets.consume(t) is not None for t in issued[1:])
+
+
+def test_the_rate_counts_tickets_long_expired_within_a_long_window(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1_000_000.0]
+    monkeypatch.setattr("gateway_kit.access.tickets.time.time", lambda: clock[0])
+    tickets = SocketTickets(log, ttl=1, rate=2, rate_window=3600)
+    tickets.issue(ALICE)
+    tickets.issue(ALICE)
+    clock[0] += 120  # both expired a minute ago and more: still two within the hour
+    with pytest.raises(RateLimited) as refused:
+        tickets.issue(ALICE)
+    assert refused.value.retry_after == pytest.approx(3600 - 120)
 
 
 @pytest.mark.parametrize(

@@ -74,8 +74,12 @@ class SocketTickets:
         ticket = new_secret()
         holder = principal.credential_id or f"user:{principal.user_id}"
         with self.log.engine.begin() as conn:
+            # Spent and expired rows go, but not while they still count for the rate.
             conn.execute(
-                socket_tickets.delete().where(socket_tickets.c.expires_at < now - KEEP_SPENT)
+                socket_tickets.delete().where(
+                    socket_tickets.c.expires_at < now - KEEP_SPENT,
+                    socket_tickets.c.issued_at <= now - self.rate_window,
+                )
             )
             recent = (
                 conn.execute(
