@@ -25,6 +25,7 @@ from gateway_kit import (
     RunError,
     owned_run,
 )
+from gateway_kit.access import StreamOwners
 
 from ..waiting import wait_until
 from .owned_helpers import STREAM, lease_count, lease_of, types
@@ -122,6 +123,18 @@ def test_a_run_owned_elsewhere_or_ended_cannot_be_opened(log: EventLog) -> None:
             pass
     assert types(log, "r-1") == ["Message", "Finish"]
     assert lease_count(log) == 0
+
+
+def test_a_run_declaring_another_users_stream_writes_nothing_there(log: EventLog) -> None:
+    StreamOwners(log).declare(STREAM, "bob")
+    with pytest.raises(RunError, match="belongs to another user"):  # noqa: SIM117
+        with owned_run(log, stream=STREAM, run_id="r-1", owner="alice"):
+            pass
+    assert types(log, "r-1") == []  # bob never reads alice's events
+    assert lease_count(log) == 0
+    with owned_run(log, stream=STREAM, run_id="r-1", owner="bob") as run:  # the owner may
+        run.append("Message", {"text": "bob's"})
+    assert types(log, "r-1") == ["Message", "Finish"]
 
 
 # --- the lease ------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ class StreamOwners:
                     )
                 )
         except sa.exc.IntegrityError:
-            pass  # another writer declared it first: theirs stands
-        owner = self.owner(stream)
-        # Owners are never deleted: the row this call wrote, or the one it lost to, is there.
-        return owner if owner is not None else user_id
+            owner = self.owner(stream)
+            if owner is None:  # not a row that came first: the refusal was about something else
+                raise
+            return owner  # another writer declared it first: theirs stands
+        return user_id

@@ -53,6 +53,7 @@ HELD_ELSEWHERE = "run {run_id!r} is already owned by another process"
 ALREADY_ENDED = "run {run_id!r} has already ended with {type}"
 NOT_OPEN = "run {run_id!r} is not open: append inside `with owned_run(...) as run:`"
 OPENED_ONCE = "run {run_id!r} was opened already: an OwnedRun is entered once"
+OWNED_BY_ANOTHER = "stream {stream!r} belongs to another user: run {run_id!r} cannot write to it"
 OVER = "run {run_id!r} has ended: nothing more can be appended to it"
 LEASE_LOST = (
     "run {run_id!r}: this process lost its lease (it was not renewed in time), "
@@ -145,7 +146,14 @@ class OwnedRun:
             self._lease.release()
             raise RunError(ALREADY_ENDED.format(run_id=self.run_id, type=end.type))
         if self.owner is not None:
-            StreamOwners(self.log).declare(self.stream, self.owner)
+            try:
+                owner = StreamOwners(self.log).declare(self.stream, self.owner)
+            except BaseException:
+                self._lease.release()
+                raise
+            if owner != self.owner:  # its events would be read by the stream's owner
+                self._lease.release()
+                raise RunError(OWNED_BY_ANOTHER.format(stream=self.stream, run_id=self.run_id))
         self._open = True
         self._renewer = threading.Thread(
             target=self._renew_forever, name=f"gateway-kit-run-{self.run_id}", daemon=True
