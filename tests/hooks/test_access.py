@@ -123,8 +123,13 @@ def nonsense(scope: Scope) -> str:
     return "alice"
 
 
+def impostor(scope: Scope) -> Principal:
+    return Principal("alice", "anonymous")  # the method only allow_anonymous may give
+
+
 @pytest.mark.parametrize(
-    ("name", "resolver"), [("broken", raising), ("nonsense", nonsense), ("slow", slow)]
+    ("name", "resolver"),
+    [("broken", raising), ("nonsense", nonsense), ("slow", slow), ("impostor", impostor)],
 )
 def test_resolve_principal_failures_refuse_the_request(
     log: EventLog,

@@ -68,6 +68,12 @@ def _optional(*types: type) -> Callable[[object], bool]:
     return lambda value: value is None or (isinstance(value, types) and value != "")
 
 
+def _identified(value: object) -> bool:
+    # The anonymous principal is the gateway's own answer (only with allow_anonymous, which
+    # lets it read everything): a resolver answering with it is refused, not believed.
+    return value is None or (isinstance(value, Principal) and not value.anonymous)
+
+
 def _one_of(*choices: object) -> Callable[[object], bool]:
     return lambda value: value in choices
 
@@ -81,7 +87,10 @@ POLICIES: dict[str, HookPolicy] = {
     "heartbeat_policy": HookPolicy(_one_of(None, "allow", "skip"), "None, 'allow' or 'skip'"),
     "heartbeat_fallback": HookPolicy(_one_of(None, "allow", "skip"), "None, 'allow' or 'skip'"),
     "resolve_principal": HookPolicy(
-        _optional(Principal), "None or a Principal", on_failure=REFUSED, timed=True
+        _identified,
+        "None or a Principal not of the anonymous method",
+        on_failure=REFUSED,
+        timed=True,
     ),
     "authorize_subscription": HookPolicy(
         lambda value: value is None or isinstance(value, bool),
