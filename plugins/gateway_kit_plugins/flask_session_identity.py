@@ -46,8 +46,6 @@ class FlaskSessionIdentity:
             return None
         cookies = []
         for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                return None
             if name == b"cookie":  # HTTP/2 may split the cookies over several headers
                 cookies.append(bytes(value).decode("latin-1"))
         login = self.reader.login("; ".join(cookies))

@@ -20,7 +20,7 @@ import pytest
 from gateway_kit import EventLog, Gateway, Principal
 from gateway_kit.access import StreamOwners
 from gateway_kit.hooks import policy
-from gateway_kit.principal import principal_of
+from gateway_kit.principal import COOKIE_METHOD, principal_of
 from gateway_kit.types import Receive, Scope, Send
 
 from ..streams.asgi_driver import Request
@@ -121,6 +121,24 @@ def slow(scope: Scope) -> Principal:
 
 def nonsense(scope: Scope) -> str:
     return "alice"
+
+
+def test_a_cookie_read_by_any_resolver_never_stands_in_for_a_bad_authorization(
+    log: EventLog,
+) -> None:
+    def own_cookie(scope: Scope) -> Principal:
+        return Principal("alice", COOKIE_METHOD)  # a deployment's own session resolver
+
+    gateway = Gateway(
+        echo_principal, log=log, plugins=[plugin("own-session", resolve_principal=own_cookie)]
+    )
+
+    async def main() -> None:
+        assert (await get(gateway, "/legacy/page")).json() == {"user": "alice"}
+        bad = {"authorization": "Bearer gk_not_a_token"}
+        assert_json_error(await get(gateway, "/legacy/page", headers=bad), 401, "unauthenticated")
+
+    asyncio.run(main())
 
 
 def impostor(scope: Scope) -> Principal:

@@ -40,6 +40,7 @@ CSRF_MESSAGE = (
     "(the app's pages have it)"
 )
 CSRF_HEADER = b"x-csrf-token"
+AUTHORIZATION = b"authorization"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
@@ -87,10 +88,12 @@ class IdentityMiddleware:
         if isinstance(answer, Refused):
             await self.refuse(kind, send, 401, UNAUTHENTICATED, REFUSED_MESSAGE)
             return
+        # An Authorization header no resolver took is never passed over for the cookie a
+        # browser sent beside it, whichever resolver read that cookie.
+        if (answer is None or answer.sent_by_browser) and header(scope, AUTHORIZATION) is not None:
+            await self.refuse(kind, send, 401, UNAUTHENTICATED, BAD_AUTHORIZATION)
+            return
         if answer is None:
-            if header(scope, b"authorization") is not None:
-                await self.refuse(kind, send, 401, UNAUTHENTICATED, BAD_AUTHORIZATION)
-                return
             answer = ANONYMOUS if self.allow_anonymous else None
         if answer is None:
             scope.pop(PRINCIPAL_KEY, None)
