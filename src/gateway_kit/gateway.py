@@ -229,6 +229,7 @@ class Gateway:
             )
         self.sockets: SocketServer | None = None
         if socketio is None:
+            logins = self.cookie_logins()
             self.sockets = SocketServer(
                 log=log,
                 plugins=self.plugins,
@@ -238,6 +239,8 @@ class Gateway:
                 origins=self.settings.socket_origins,
                 redis_url=socketio_redis_url,
                 redis_channel=socketio_redis_channel,
+                # The cookie resolver's own record: a logout it notes closes sockets at once.
+                ended_logins=None if logins is None else logins[1],
             )
             socketio = self.sockets
         self.socketio: ASGIApp = socketio

@@ -20,20 +20,20 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import LogClosed
 from ..log import Event, EventLog
+from ..streams.cursor import resume_point
 from ..streams.fanout import STOP_OVERFLOW, Hub, Subscription
-from ..streams.request import MAX_SEQ, Cursor
-from ..streams.sse import reset_envelope
+from ..streams.request import Cursor
 
 logger = logging.getLogger("gateway_kit.sockets")
 
 REPLAY_PAGE = 500
-Emit = Callable[..., Awaitable[Any]]
 
 
 def room_of(stream: str) -> str:
@@ -46,7 +46,7 @@ class RoomFeed:
     sub: Subscription
     last: int  # the last seq emitted to the room (or owed to it by the log, at the start)
     members: set[str] = field(default_factory=set)
-    joining: dict[str, list[Event]] = field(default_factory=dict)
+    joining: dict[str, deque[Event]] = field(default_factory=dict)
     task: asyncio.Task[None] | None = None
 
 
@@ -67,12 +67,12 @@ class RoomFeeds:
         """Send `sid` what `stream` holds after `cursor`, then make it a member of the room."""
         await self.leave(sid, stream)
         feed = await self._feed(stream)
-        buffer: list[Event] = []
+        buffer: deque[Event] = deque()
         feed.joining[sid] = buffer
         try:
             last = await self._replay(sid, stream, cursor, feed.last)
             while buffer:
-                event = buffer.pop(0)
+                event = buffer.popleft()
                 if event.seq > last:
                     await self._send(sid, event)
                     last = event.seq
@@ -142,15 +142,9 @@ class RoomFeeds:
                 # Fell behind the live reader: carry on from the log where the room is.
                 self.hub().unsubscribe(feed.sub)
                 feed.sub = await self.hub().subscribe(stream=feed.stream)
-                after = feed.last
-                while after < feed.sub.high_water:
-                    page = await self.log.aread(after=after, stream=feed.stream, limit=REPLAY_PAGE)
-                    for event in page:
-                        if event.seq <= feed.sub.high_water:
-                            await self._emit(feed, room, event)
-                    if len(page) < REPLAY_PAGE:
-                        break
-                    after = page[-1].seq
+                await self._each(
+                    feed.stream, feed.last, feed.sub.high_water, lambda e: self._emit(feed, room, e)
+                )
                 feed.last = max(feed.last, feed.sub.high_water)
         except (asyncio.CancelledError, LogClosed):
             pass
@@ -176,25 +170,24 @@ class RoomFeeds:
 
     async def _replay(self, sid: str, stream: str, cursor: Cursor, upto: int) -> int:
         """Send `sid` the stream's events after `cursor` up to `upto`; the last seq it has."""
-        after = cursor.after
-        head = await self.log.alast_seq()
-        if cursor.foreign_epoch is not None or after > max(head, upto) or after > MAX_SEQ:
-            reason = "epoch" if cursor.foreign_epoch is not None else "beyond_head"
-            envelope = reset_envelope(
-                stream=stream, run_id=None, epoch=self.log.epoch, head=head, reason=reason
-            )
-            await self.sio.emit("event", json.loads(envelope), to=sid, ignore_queue=True)
-            after = 0
-        start = after
+        resume = await resume_point(self.log, cursor, known_head=upto, stream=stream)
+        if resume.reset is not None:  # the same reset, and reasons, as over SSE
+            await self.sio.emit("event", json.loads(resume.reset), to=sid, ignore_queue=True)
+        await self._each(stream, resume.after, upto, lambda e: self._send(sid, e))
+        return max(upto, resume.after)
+
+    async def _each(
+        self, stream: str, after: int, upto: int, send: Callable[[Event], Awaitable[None]]
+    ) -> None:
+        """`send` each event of `stream` after `after` up to `upto`, read from the log in pages."""
         while after < upto:
             page = await self.log.aread(after=after, stream=stream, limit=REPLAY_PAGE)
             for event in page:
                 if event.seq <= upto:
-                    await self._send(sid, event)
+                    await send(event)
             if len(page) < REPLAY_PAGE:
-                break
+                return
             after = page[-1].seq
-        return max(upto, start)
 
     async def _send(self, sid: str, event: Event) -> None:
         # To a connection of this process: no need to go through the message queue.

@@ -73,16 +73,9 @@ class Presence:
                 )
             )
 
-    def disconnected(self, connection_id: str) -> list[str]:
-        """Forget a connection; the streams it watched."""
+    def disconnected(self, connection_id: str) -> None:
+        """Forget a connection and what it watched."""
         with self.log.engine.begin() as conn:
-            streams = list(
-                conn.execute(
-                    sa.select(socket_subscriptions.c.stream).where(
-                        socket_subscriptions.c.connection_id == connection_id
-                    )
-                ).scalars()
-            )
             conn.execute(
                 socket_subscriptions.delete().where(
                     socket_subscriptions.c.connection_id == connection_id
@@ -93,7 +86,6 @@ class Presence:
                     socket_connections.c.connection_id == connection_id
                 )
             )
-        return streams
 
     def subscribed(self, connection_id: str, stream: str) -> None:
         with self.log.engine.begin() as conn:

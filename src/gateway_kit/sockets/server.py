@@ -99,6 +99,8 @@ class SocketServer:
         `AsyncRedisManager`); None for one process.
     :param redis_channel: the Redis channel of this deployment's processes.
     :param check_interval: seconds between looks for revoked credentials.
+    :param ended_logins: where ended cookie logins are known; the cookie resolver's own, so
+        that a logout noted in this process is seen at once (a new one reads the database).
     """
 
     def __init__(
@@ -113,13 +115,14 @@ class SocketServer:
         redis_url: str | None = None,
         redis_channel: str = DEFAULT_REDIS_CHANNEL,
         check_interval: float = DEFAULT_CHECK_INTERVAL,
+        ended_logins: EndedLogins | None = None,
     ) -> None:
         self.log = log
         self.plugins = plugins
         self.streams = streams
         self.tickets = tickets
         self.tokens = ApiTokens(log)
-        self.ended_logins = EndedLogins(log)
+        self.ended_logins = ended_logins if ended_logins is not None else EndedLogins(log)
         process_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.presence = Presence(log, process_id)
         manager = (
@@ -206,8 +209,8 @@ class SocketServer:
             return
         for stream in connection.streams:
             await self.rooms.leave(sid, stream)
-        streams = await asyncio.to_thread(self.presence.disconnected, connection.connection_id)
-        for stream in streams:
+        await asyncio.to_thread(self.presence.disconnected, connection.connection_id)
+        for stream in connection.streams:
             await self._announce(stream)
 
     def _still_valid(self, principals: list[Principal]) -> list[bool]:
