@@ -104,6 +104,27 @@ def test_replay_then_live_without_gap_or_duplicate(served: tuple[str, EventLog])
     run(main())
 
 
+def test_a_cursor_from_another_log_or_beyond_the_head_resets_as_over_sse(
+    served: tuple[str, EventLog],
+) -> None:
+    base, log = served
+    _, token = ApiTokens(log).create("alice")
+    log.append_many([{"stream": ALICE, "type": "Message", "data": {"n": n}} for n in range(3)])
+
+    async def main() -> None:
+        for cursor, reason in ((10_000, "cursor_beyond_head"), ("0" * 32 + ":2", "epoch_mismatch")):
+            cli = with_token(base, token)
+            async with connected(cli):
+                assert await cli.subscribe(ALICE, after=cursor) == {"ok": True}
+                await cli.until(lambda c=cli: len(c.events) >= 4, "the reset and 3 events")
+            reset, *events = cli.events
+            assert reset["type"] == "reset" and reset["seq"] == 0
+            assert reset["data"]["reason"] == reason and reset["data"]["epoch"] == log.epoch
+            assert [e["data"]["n"] for e in events] == [0, 1, 2]  # from the start again
+
+    run(main())
+
+
 def test_a_stream_the_user_may_not_read_is_refused_and_sends_nothing(
     served: tuple[str, EventLog],
 ) -> None:
