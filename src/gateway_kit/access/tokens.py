@@ -48,10 +48,6 @@ class ApiToken:
     created_at: float
     revoked_at: float | None = None
 
-    @property
-    def revoked(self) -> bool:
-        return self.revoked_at is not None
-
 
 def check_user_id(user_id: object) -> str:
     if (

@@ -56,7 +56,6 @@ SECRET_KEY_VAR = "GATEWAY_KIT_DEMO_SECRET_KEY"
 # Every worker process must sign cookies with the same key, so the fallback is a constant.
 DEMO_SECRET_KEY = "gateway-kit-demo-only-this-key-is-not-secret"
 TASKS_EXTENSION = "gateway_kit_demo_tasks"
-SOCKET_TOKENS_EXTENSION = "gateway_kit_demo_socket_tokens"
 
 LOGIN_REQUIRED = "log in first: POST /login with a username and password"
 BAD_CREDENTIALS = "wrong username or password"
@@ -193,7 +192,7 @@ def register_conversations(app: Flask) -> None:
 
 
 def register_legacy_sockets(app: Flask) -> None:
-    tokens = app.extensions[SOCKET_TOKENS_EXTENSION] = LegacySocketTokens()
+    tokens = LegacySocketTokens()
     server = legacy_socketio(tokens)
     app.wsgi_app = socketio.WSGIApp(  # type: ignore[method-assign]
         server, app.wsgi_app, socketio_path=LEGACY_SOCKETIO_PATH
