@@ -20,6 +20,7 @@ from typing import Any
 import pluggy
 
 from ..exceptions import PluginError
+from ..http.errors import FORBIDDEN, HTTPError
 from ..principal import Principal
 from ..settings import DEFAULT_PLUGIN_TIMEOUT
 from ..types import Scope
@@ -45,6 +46,7 @@ BAD_CONFIG = "plugin_config[{name!r}] must be a mapping of settings, got {value!
 UNANSWERED = "plugin %r did not answer authorize_subscription within %g s; the read is refused"
 SLOW_HOOK = "plugin %r did not answer %s within %g s; going on without its answer"
 NOBODY_DECIDED = "no plugin decided whether %r may read stream %r; refused"
+NOT_YOURS = "you may not read stream {stream!r}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +227,11 @@ class Plugins:
             logger.warning(NOBODY_DECIDED, principal.user_id, stream)
             return False
         return answer is True
+
+    async def require_read(self, principal: Principal, stream: str) -> None:
+        """A 403 `forbidden` unless `principal` may read `stream` (every route asks this)."""
+        if not await self.authorize_subscription(principal, stream):
+            raise HTTPError(403, FORBIDDEN, NOT_YOURS.format(stream=stream))
 
     async def call_in_thread(self, hook: str, *, timeout: float, **arguments: Any) -> Any:
         """Call `hook` with `arguments` in a worker thread; `TimeoutError` after `timeout`

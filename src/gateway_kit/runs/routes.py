@@ -33,7 +33,7 @@ from ..exceptions import (
 )
 from ..hooks import Plugins
 from ..http.body import read_json_body
-from ..http.errors import FORBIDDEN, INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
+from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
 from ..http.lifespan import observe_lifespan
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
@@ -50,7 +50,6 @@ UPSTREAM_ERROR = "upstream_error"
 NO_UPSTREAM = "no_upstream"
 BODY_MESSAGE = 'the body must be a JSON object with a non-empty string "message"'
 NO_UPSTREAM_MESSAGE = "this gateway has no upstream: pass Gateway(upstream=GooseUpstream(...))"
-NOT_YOURS = "you may not use stream {stream!r}"
 
 
 def run_json(
@@ -129,8 +128,7 @@ class RunRoutes:
         return self.service
 
     async def authorize(self, request: Request, stream: str) -> None:
-        if not await self.plugins.authorize_subscription(request.principal, stream):
-            raise HTTPError(403, FORBIDDEN, NOT_YOURS.format(stream=stream))
+        await self.plugins.require_read(request.principal, stream)
 
     async def start(self, request: Request) -> None:
         principal = request.principal

@@ -13,16 +13,15 @@ import asyncio
 
 from ..exceptions import InvalidEvent
 from ..hooks import Plugins
-from ..http.errors import FORBIDDEN, HTTPError, send_json
+from ..http.errors import HTTPError, send_json
 from ..http.lifespan import observe_lifespan
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
 from ..log.event import check_name
 from ..settings import DEFAULT_PREFIX
+from ..streams.request import INVALID_STREAM
 from ..types import ASGIApp, Receive, Scope, Send
 from .server import SocketServer
-
-INVALID_STREAM = "invalid_stream"
 
 
 class PresenceRoutes:
@@ -64,7 +63,6 @@ class PresenceRoutes:
             check_name("stream", stream)
         except InvalidEvent as exc:
             raise HTTPError(400, INVALID_STREAM, str(exc)) from None
-        if not await self.plugins.authorize_subscription(principal, stream):
-            raise HTTPError(403, FORBIDDEN, f"you may not read stream {stream!r}")
+        await self.plugins.require_read(principal, stream)
         watching = await asyncio.to_thread(self.sockets.presence.watching, stream)
         await send_json(request.send, 200, watching)

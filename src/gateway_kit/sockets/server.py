@@ -41,7 +41,8 @@ from ..access.logins import EndedLogins
 from ..access.tickets import SocketTickets
 from ..exceptions import InvalidEvent
 from ..hooks import Plugins
-from ..http.errors import HTTPError
+from ..hooks.manager import NOT_YOURS
+from ..http.errors import FORBIDDEN, HTTPError
 from ..log import EventLog
 from ..log.event import check_name
 from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
@@ -252,7 +253,7 @@ class SocketServer:
             connection = self._connection(sid)
             stream, after = self._subscription(data)
             if not await self.plugins.authorize_subscription(connection.principal, stream):
-                raise SubscriptionRefused("forbidden", f"you may not read stream {stream!r}")
+                raise SubscriptionRefused(FORBIDDEN, NOT_YOURS.format(stream=stream))
         except SubscriptionRefused as refused:
             return refused.ack()
         connection.streams.add(stream)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..exceptions import InvalidEvent
 from ..hooks import Plugins
-from ..http.errors import FORBIDDEN, HTTPError
+from ..http.errors import HTTPError
 from ..http.lifespan import observe_lifespan
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
@@ -29,7 +29,6 @@ from .service import StreamService
 RUN_NOT_FOUND = "run_not_found"
 NO_SUCH_RUN = "the log holds no event of run {run_id!r}"
 BAD_STREAM = "{error}: no stream can have that name"
-REFUSED = "you may not read stream {stream!r}"
 
 
 class StreamRoutes:
@@ -97,5 +96,4 @@ class StreamRoutes:
         await self.service.serve(request, cursor, run=entry, run_id=run_id)
 
     async def authorize(self, request: Request, stream: str) -> None:
-        if not await self.plugins.authorize_subscription(request.principal, stream):
-            raise HTTPError(403, FORBIDDEN, REFUSED.format(stream=stream))
+        await self.plugins.require_read(request.principal, stream)
