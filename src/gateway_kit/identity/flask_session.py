@@ -104,11 +104,18 @@ class FlaskSessionReader:
     def session(self, value: str) -> Mapping[str, Any] | None:
         """The session a cookie value holds, or None when it is tampered with, signed with
         an unknown key, or too old."""
+        verified = self._verify(value)
+        return None if verified is None else verified[0]
+
+    def _verify(self, value: str) -> tuple[Mapping[str, Any], float] | None:
+        """The session a cookie value holds and when it was signed, or None."""
         try:
-            data = self._serializer.loads(value, max_age=int(self.settings.max_age))
+            data, signed_at = self._serializer.loads(
+                value, max_age=int(self.settings.max_age), return_timestamp=True
+            )
         except (BadSignature, ValueError, TypeError):
             return None
-        return data if isinstance(data, Mapping) else None
+        return (data, signed_at.timestamp()) if isinstance(data, Mapping) else None
 
     def login(self, cookie_header: str | None) -> FlaskLogin | None:
         """The login the request's ``Cookie`` header carries, if any.
@@ -124,16 +131,14 @@ class FlaskSessionReader:
         known = self._verified.get(value)
         if known is not None and now < known[1]:
             return known[0]
-        try:
-            data, signed_at = self._serializer.loads(
-                value, max_age=int(self.settings.max_age), return_timestamp=True
-            )
-        except (BadSignature, ValueError, TypeError):
+        verified = self._verify(value)
+        if verified is None:
             return None
-        login = self.login_of(data) if isinstance(data, Mapping) else None
+        data, signed_at = verified
+        login = self.login_of(data)
         if len(self._verified) >= VERIFIED_CACHE:
             self._verified.pop(next(iter(self._verified)))  # the oldest
-        self._verified[value] = (login, signed_at.timestamp() + self.settings.max_age)
+        self._verified[value] = (login, signed_at + self.settings.max_age)
         return login
 
     def login_of(self, session: Mapping[str, Any]) -> FlaskLogin | None:
