@@ -243,3 +243,20 @@ class Clients:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+
+
+SETTLE_SECONDS = 1.0  # RSS is read once two readings this far apart agree within 1%
+SETTLE_LIMIT = 15.0
+
+
+def settled_rss(server: Server) -> int:
+    """The server's resident memory, KiB, once it stops moving (or after SETTLE_LIMIT)."""
+    deadline = time.monotonic() + SETTLE_LIMIT
+    last = server.rss_kib()
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_SECONDS)
+        now = server.rss_kib()
+        if abs(now - last) <= last / 100:
+            return now
+        last = now
+    return last

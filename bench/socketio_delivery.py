@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +39,7 @@ from _harness import (
     percentile,
     raise_open_files,
     server_stack,
+    settled_rss,
 )
 from streams_latency import append_steadily
 
@@ -82,12 +82,11 @@ def measure(work: Workdir, kind: str, args: argparse.Namespace) -> Outcome:
         clients = [Clients({**job, "first": 0, "count": half})]
         try:
             clients[0].wait_ready(120)
-            time.sleep(0.5)  # what the first half's connects set going settles
-            before = server.rss_kib()
+            before = settled_rss(server)  # what the first half's connects set going
+
             clients.append(Clients({**job, "first": half, "count": args.clients - half}))
             clients[1].wait_ready(120)
-            time.sleep(0.5)
-            connected = server.rss_kib()
+            connected = settled_rss(server)
             url = f"{server.url}/bench/append"
             streams = [f"s{k}" for k in range(args.streams)]
             events = args.streams * per_stream

@@ -47,6 +47,8 @@ from _common import INFO, MISS, PASS, STREAM, print_table
 from _harness import (
     HOST,
     NOFILE,
+    SETTLE_LIMIT,
+    SETTLE_SECONDS,
     Clients,
     LowerIsBetter,
     Server,
@@ -56,6 +58,7 @@ from _harness import (
     machine_load,
     raise_open_files,
     server_stack,
+    settled_rss,
 )
 from streams_replay import fill
 
@@ -64,25 +67,11 @@ LABELS = {"peer": "sse-starlette", "gateway": "gateway_kit"}
 GOAL_KIB = 50.0
 WARMUP_CONNECTIONS = 20
 PARALLEL_CONNECTS = 100  # connections being opened at once
-SETTLE_SECONDS = 1.0  # RSS is read once two readings this far apart agree within 1%
-SETTLE_LIMIT = 15.0
 STUCK_EVENTS = 50_000  # 15 MB: well past what the kernel holds of one connection (~6 MB)
 # The gateway notices a stuck write within 1.25 send timeouts, counted from when the write
 # began to wait: up to a minute after connecting while the servers fill every client's buffers.
 CUT_OFF_LIMIT = SEND_TIMEOUT * 1.25 + 60.0
 TCP_CLOSED = {"06", "07"}  # TIME_WAIT, CLOSE: a socket that holds nothing any more
-
-
-def settled_rss(server: Server) -> int:
-    deadline = time.monotonic() + SETTLE_LIMIT
-    last = server.rss_kib()
-    while time.monotonic() < deadline:
-        time.sleep(SETTLE_SECONDS)
-        now = server.rss_kib()
-        if abs(now - last) <= last / 100:
-            return now
-        last = now
-    return last
 
 
 def hold(server: Server, kind: str, count: int) -> Clients:
