@@ -162,8 +162,7 @@ class RunRoutes:
         service = self._service()
         run_id = request.path_params["run_id"]
         try:
-            await self.authorize(request, (await service.get(run_id)).stream)
-            run = await service.cancel(run_id)
+            run = await service.cancel(run_id, admit=lambda s: self.authorize(request, s))
         except RunNotFound as exc:
             raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
         except UpstreamError as exc:

@@ -112,9 +112,14 @@ class RunService:
         # The client hears of it in the answer to its request: no recovery is tried.
         await self.lifecycle.end_unstarted(run, REFUSED_ERROR.format(error=exc))
 
-    async def cancel(self, run_id: str) -> Run:
-        """Ask goose to stop the run; it ends when goose's `Finish` for it arrives."""
+    async def cancel(
+        self, run_id: str, *, admit: Callable[[str], Awaitable[None]] | None = None
+    ) -> Run:
+        """Ask goose to stop the run; it ends when goose's `Finish` for it arrives.
+        `admit(stream)`, given, runs first (who may act on the run's stream)."""
         run = await self.get(run_id)
+        if admit is not None:
+            await admit(run.stream)
         if not run.active or run.cancel_requested:
             return run
         await asyncio.to_thread(self.store.request_cancel, run_id)
