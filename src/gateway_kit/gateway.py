@@ -313,13 +313,16 @@ class Gateway:
         return app
 
     def cookie_logins(self) -> tuple[FlaskSessionReader, EndedLogins] | None:
-        """How the built-in cookie resolver reads the wrapped Flask app's logins, so that the
-        identity stage notices a logout; None when that resolver is not in use."""
-        resolver = self.plugins.manager.get_plugin("flask_session_identity")
-        reader = getattr(resolver, "reader", None)
-        ended = getattr(resolver, "ended", None)
-        if isinstance(reader, FlaskSessionReader) and isinstance(ended, EndedLogins):
-            return reader, ended
+        """How the cookie resolver reads the wrapped Flask app's logins, so that the identity
+        stage notices a logout; None when no resolver reads them.
+
+        Found by what a plugin holds, not by its name: a deployment's resolver built on the
+        built-in one (registered under its own name) keeps logouts ending its logins."""
+        for _name, plugin in self.plugins.manager.list_name_plugin():
+            reader = getattr(plugin, "reader", None)
+            ended = getattr(plugin, "ended", None)
+            if isinstance(reader, FlaskSessionReader) and isinstance(ended, EndedLogins):
+                return reader, ended
         return None
 
     def close_streams(self) -> None:

@@ -6,6 +6,7 @@ import time
 
 import httpx
 import pytest
+from gateway_kit_plugins.flask_session_identity import FlaskSessionIdentity
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.access import StreamOwners
@@ -162,8 +163,21 @@ def test_each_login_is_a_credential_of_its_own(log: EventLog) -> None:
     assert app is not None and len(set(credentials)) == 2
 
 
-def test_logging_out_ends_the_login_and_a_copy_of_its_cookie_is_refused(log: EventLog) -> None:
-    gateway = strict_gateway(log)
+class OwnCookieResolver(FlaskSessionIdentity):
+    """A deployment's resolver built on the built-in one, under a name of its own."""
+
+
+@pytest.mark.parametrize("resolver", ["built-in", "built on it"])
+def test_logging_out_ends_the_login_and_a_copy_of_its_cookie_is_refused(
+    log: EventLog, resolver: str
+) -> None:
+    if resolver == "built-in":
+        gateway = strict_gateway(log)
+    else:
+        gateway = strict_gateway(
+            log, plugins=[OwnCookieResolver()], block_plugins=["flask_session_identity"]
+        )
+        assert gateway.plugins.manager.get_plugin("flask_session_identity") is None
 
     async def body(client: httpx.AsyncClient, other_login: httpx.AsyncClient):
         csrf = await log_in(client, "alice")
