@@ -227,9 +227,10 @@ class Gateway:
                 lifecycle=self.lifecycle,
                 working_dir=self.settings.working_dir,
             )
+        # Read once: the identity stage and the Socket.IO server share the cookie resolver's.
+        self.logins = self.cookie_logins()
         self.sockets: SocketServer | None = None
         if socketio is None:
-            logins = self.cookie_logins()
             self.sockets = SocketServer(
                 log=log,
                 plugins=self.plugins,
@@ -240,7 +241,7 @@ class Gateway:
                 redis_url=socketio_redis_url,
                 redis_channel=socketio_redis_channel,
                 # The cookie resolver's own record: a logout it notes closes sockets at once.
-                ended_logins=None if logins is None else logins[1],
+                ended_logins=None if self.logins is None else self.logins[1],
             )
             socketio = self.sockets
         self.socketio: ASGIApp = socketio
@@ -269,7 +270,7 @@ class Gateway:
                 allow_anonymous=self.allow_anonymous,
                 csrf_paths=(prefix,),
                 csrf_exempt=(prefix + SOCKETIO_PATH,),
-                logins=self.cookie_logins(),
+                logins=self.logins,
             ),
             Middleware(
                 StreamRoutes, log=self.log, prefix=prefix, plugins=plugins, service=self.streams

@@ -134,26 +134,29 @@ class OwnedRun:
 
     # --- the block -------------------------------------------------------------------------
 
+    def _check_open_to_us(self) -> None:
+        """With the lease held (no sweeper can end the run from here on): the run has not
+        ended, and its stream is this run's owner's (or has no owner yet, and now does)."""
+        end = self.log.run_end(self.run_id)
+        if end is not None:
+            raise RunError(ALREADY_ENDED.format(run_id=self.run_id, type=end.type))
+        if self.owner is None:
+            return
+        owner = StreamOwners(self.log).declare(self.stream, self.owner)
+        if owner != self.owner:  # its events would be read by the stream's owner
+            raise RunError(OWNED_BY_ANOTHER.format(stream=self.stream, run_id=self.run_id))
+
     def __enter__(self) -> OwnedRun:
         if self._entered:
             raise RunError(OPENED_ONCE.format(run_id=self.run_id))
         self._entered = True
         if not self._lease.acquire():
             raise RunConflict(HELD_ELSEWHERE.format(run_id=self.run_id))
-        # Checked once the lease is ours: no sweeper can end the run from here on.
-        end = self.log.run_end(self.run_id)
-        if end is not None:
+        try:
+            self._check_open_to_us()
+        except BaseException:  # whatever refused it, or failed, the lease goes back
             self._lease.release()
-            raise RunError(ALREADY_ENDED.format(run_id=self.run_id, type=end.type))
-        if self.owner is not None:
-            try:
-                owner = StreamOwners(self.log).declare(self.stream, self.owner)
-            except BaseException:
-                self._lease.release()
-                raise
-            if owner != self.owner:  # its events would be read by the stream's owner
-                self._lease.release()
-                raise RunError(OWNED_BY_ANOTHER.format(stream=self.stream, run_id=self.run_id))
+            raise
         self._open = True
         self._renewer = threading.Thread(
             target=self._renew_forever, name=f"gateway-kit-run-{self.run_id}", daemon=True
