@@ -17,6 +17,9 @@ binds 127.0.0.1 on a free port, writes the port to PORT_FILE and serves KIND unt
 - ``socketio-bare``: a bare python-socketio server at ``/gateway/socket.io``, whose
   ``subscribe`` joins a room per stream and whose ``POST /bench/append`` emits the event to
   that room from memory (the same envelope shape as the gateway's).
+- ``socketio-durable``: the same server, whose ``POST /bench/append`` first commits the event
+  to raw sqlite3 in DB_FILE (WAL, ``synchronous=FULL``, the log's table), on the event loop
+  itself: what a durable commit costs, with nothing of gateway_kit in between.
 
 Appends go through HTTP routes of the server itself, ``POST /bench/append`` (JSON
 ``{"stream", "type", "data"}``) and ``POST /bench/fill`` (``{"stream", "count"}``: the server
@@ -31,7 +34,8 @@ import json
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -286,12 +290,14 @@ def hello_gateway_cookie(db_file: str) -> Gateway:
     )
 
 
-def socketio_bare() -> Any:
-    """python-socketio alone: rooms per stream, events emitted from memory."""
+def socketio_bare(db_file: str | None = None) -> Any:
+    """python-socketio alone: rooms per stream, events emitted from memory, or emitted once
+    committed to raw sqlite3 in `db_file`."""
     import socketio
 
     sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins="*")
     seqs = iter(range(1, 1 << 62))
+    commit = durable_commit(Path(db_file)) if db_file is not None else None
 
     async def subscribe(sid: str, data: Any) -> dict[str, bool]:
         await sio.enter_room(sid, "stream:" + data["stream"])
@@ -310,11 +316,38 @@ def socketio_bare() -> Any:
             "data": body["data"],
             "upstream_event_id": None,
         }
+        if commit is not None:
+            commit(envelope)
         await sio.emit("event", envelope, room="stream:" + body["stream"])
         return JSONResponse({"seq": envelope["seq"]})
 
     routes = Starlette(routes=[Route("/bench/append", append, methods=["POST"])])
     return socketio.ASGIApp(sio, other_asgi_app=routes, socketio_path="gateway/socket.io")
+
+
+# Transactions written before measuring, enough to pass SQLite's automatic checkpoint (1000
+# pages): the WAL is then written over from its start, as in a database in use, not grown
+# (a growing file costs every fsync a metadata write as well).
+WAL_WARMUP_COMMITS = 1100
+
+
+def durable_commit(path: Path) -> Callable[[dict[str, Any]], None]:
+    """A function committing one envelope (one transaction, fsync'd) to raw sqlite3."""
+    from _sqlite_raw import INSERT, connect
+
+    conn = connect(path)
+    for i in range(WAL_WARMUP_COMMITS):
+        conn.execute(INSERT, ("warmup", i + 1, None, TYPE, "{}", None, 0.0))
+    positions: dict[str, int] = {}
+
+    def commit(envelope: dict[str, Any]) -> None:
+        stream = envelope["stream"]
+        pos = envelope["pos"] = positions.get(stream, 0) + 1
+        positions[stream] = pos
+        row = (stream, pos, None, envelope["type"], encode(envelope["data"]), None, time.time())
+        envelope["seq"] = conn.execute(INSERT, row).lastrowid  # autocommit: one transaction
+
+    return commit
 
 
 def build(kind: str, db_file: str | None) -> Any:
@@ -328,6 +361,8 @@ def build(kind: str, db_file: str | None) -> Any:
         return socketio_bare()
     if db_file is None:
         raise SystemExit(f"{kind} needs a database file")
+    if kind == "socketio-durable":
+        return socketio_bare(db_file)
     if kind == "gateway":
         return gateway_app(db_file)
     if kind == "hello-gateway":

@@ -2,6 +2,9 @@
 
 - bare: a python-socketio server alone (ASGI, uvicorn), a room per stream; its
   ``POST /bench/append`` emits the event to the stream's room from memory;
+- durable (the physical baseline): the same server, committing each event to raw sqlite3
+  (WAL, synchronous=FULL, one transaction, on the event loop) before it emits it: what
+  delivering only durable events costs on this machine's disk, with nothing else added;
 - gateway_kit: `Gateway`'s Socket.IO endpoint over an `EventLog` (SQLite, WAL,
   synchronous=FULL): each client trades a one-time ticket at connect and subscribes to its
   stream; ``POST /bench/append`` appends durably, and the gateway delivers from the log.
@@ -14,9 +17,9 @@ over every (client, event) pair after a warm-up. Memory per idle connection: wha
 resident memory grows by while the second client process connects its half of the clients
 (each subscribed), over that half: what one more connection costs, the server's fixed costs
 (threads, database connections and their caches) left out on both sides. Each round runs
-both, in alternating order; the ratios are medians of per-round ratios.
+all three, in rotating order; the ratios are medians of per-round ratios.
 
-    .venv/bin/python bench/socketio_delivery.py          # about 2 minutes on 2 cores
+    .venv/bin/python bench/socketio_delivery.py          # about 6 minutes on 2 cores
     .venv/bin/python bench/socketio_delivery.py --rounds 5 --clients 500 --streams 50
 """
 
@@ -43,8 +46,12 @@ from _harness import (
 )
 from streams_latency import append_steadily
 
-KINDS = ("socketio-bare", "gateway")
-LABELS = {"socketio-bare": "python-socketio", "gateway": "gateway_kit"}
+KINDS = ("socketio-bare", "socketio-durable", "gateway")
+LABELS = {
+    "socketio-bare": "python-socketio",
+    "socketio-durable": "durable baseline",
+    "gateway": "gateway_kit",
+}
 WARMUP = 2  # events per stream not counted
 DRAIN_SECONDS = 20.0
 
@@ -76,7 +83,7 @@ def measure(work: Workdir, kind: str, args: argparse.Namespace) -> Outcome:
         "tickets": kind == "gateway",
         "timeout": args.streams * per_stream / args.rate + DRAIN_SECONDS,
     }
-    with Server(work, kind, db=kind == "gateway") as server:
+    with Server(work, kind, db=kind != "socketio-bare") as server:
         job["base"] = server.url
         half = args.clients // 2
         clients = [Clients({**job, "first": 0, "count": half})]
@@ -111,7 +118,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--clients", type=int, default=500, help="default 500")
     parser.add_argument("--streams", type=int, default=50, help="default 50")
-    parser.add_argument("--events", type=int, default=6, help="counted events per stream (6)")
+    parser.add_argument("--events", type=int, default=10, help="counted events per stream (10)")
     parser.add_argument("--rate", type=float, default=25.0, help="appends per second (25)")
     parser.add_argument("--dir", default=None, help="where the database files go (default: TMP)")
     add_server_options(parser)
@@ -122,6 +129,10 @@ def main() -> None:
     p99 = LowerIsBetter("delivery p99: gateway_kit vs python-socketio (x lower)", 1 / 1.2)
     memory = LowerIsBetter("memory per idle connection (x lower)", 1 / 1.2)
     p50 = LowerIsBetter("delivery p50 (x lower)", None)
+    # Against the physical baseline: what gateway_kit adds to a durable commit, and what the
+    # durable commit alone adds to emitting from memory.
+    over_durable = LowerIsBetter("delivery p99: gateway_kit vs durable baseline", None)
+    durable_p99 = LowerIsBetter("delivery p99: durable baseline vs python-socketio", None)
     print(
         f"{server_stack()}; {args.clients} clients over {args.streams} streams in 2 processes; "
         f"{args.rate:g} appends/s, {WARMUP}+{args.events} per stream; {args.rounds} rounds"
@@ -131,20 +142,25 @@ def main() -> None:
     complete = True
     try:
         for rnd in range(args.rounds):
-            order = KINDS if rnd % 2 == 0 else KINDS[::-1]
+            order = KINDS[rnd % len(KINDS) :] + KINDS[: rnd % len(KINDS)]
             outcomes = {kind: measure(work, kind, args) for kind in order}
             ours, bare = outcomes["gateway"], outcomes["socketio-bare"]
+            durable = outcomes["socketio-durable"]
             p99.add(ours.p99, bare.p99)
+            over_durable.add(ours.p99, durable.p99)
+            durable_p99.add(durable.p99, bare.p99)
             p50.add(ours.p50, bare.p50)
             memory.add(ours.kib_per_connection, bare.kib_per_connection)
             complete = complete and not any(o.missing or o.duplicates for o in outcomes.values())
-            line = ", ".join(
-                f"{LABELS[k]} p50/p99 {o.p50:.1f}/{o.p99:.1f} ms (append "
-                f"{percentile(o.append_ms, 50):.1f}/{percentile(o.append_ms, 99):.1f}), "
-                f"{o.kib_per_connection:.0f} KiB/conn (missing {o.missing}, dup {o.duplicates})"
-                for k, o in outcomes.items()
-            )
-            print(f"  round {rnd + 1}/{args.rounds}: {line}", flush=True)
+            print(f"  round {rnd + 1}/{args.rounds}:")
+            for k, o in outcomes.items():
+                print(
+                    f"    {LABELS[k]:<17} p50/p99 {o.p50:.1f}/{o.p99:.1f} ms (append "
+                    f"{percentile(o.append_ms, 50):.1f}/{percentile(o.append_ms, 99):.1f}), "
+                    f"{o.kib_per_connection:.0f} KiB/conn "
+                    f"(missing {o.missing}, dup {o.duplicates})",
+                    flush=True,
+                )
     finally:
         work.cleanup()
     p99.notes.append("goal: gateway_kit's p99 at most 1.2x python-socketio's (ratio >= 0.83)")
@@ -155,6 +171,18 @@ def main() -> None:
         + ")",
         [p99, memory, p50],
         "gateway_kit",
+        "python-socketio",
+    )
+    print_table(
+        "The physical baseline: gateway_kit against it",
+        [over_durable],
+        "gateway_kit",
+        "durable baseline",
+    )
+    print_table(
+        "The physical baseline against python-socketio",
+        [durable_p99],
+        "durable baseline",
         "python-socketio",
     )
     print(f"\nAt the end: {machine_load()}")
