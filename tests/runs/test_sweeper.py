@@ -4,6 +4,8 @@ start-up, periodically, and also when it is served without a lifespan."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 import time
 
 import httpx
@@ -48,6 +50,25 @@ def test_a_sweeper_clears_the_lease_of_a_run_that_had_ended(log: EventLog) -> No
     assert OwnedRunSweeper(log).sweep() == []
     assert types(log, "r-1") == ["Message", "Finish"]
     assert lease_count(log) == 0
+
+
+def test_a_sweep_that_finds_nothing_does_not_wait_for_a_writer(
+    sqlite_url: str, tmp_path: object
+) -> None:
+    log = EventLog(sqlite_url)
+    writer = sqlite3.connect(f"{tmp_path}/gateway.db", isolation_level=None)
+    try:
+        log.append(STREAM, "Message", {})  # the tables exist
+        writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+        swept: list[list[object]] = []
+        sweeping = threading.Thread(target=lambda: swept.append(OwnedRunSweeper(log).sweep()))
+        sweeping.start()
+        sweeping.join(timeout=10)  # the busy timeout is a minute: a waiting sweep is late
+        assert swept == [[]], "the sweep waited for another connection's write lock"
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+        log.close()
 
 
 # --- in a gateway -----------------------------------------------------------------------------
