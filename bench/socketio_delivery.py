@@ -19,7 +19,7 @@ resident memory grows by while the second client process connects its half of th
 (threads, database connections and their caches) left out on both sides. Each round runs
 all three, in rotating order; the ratios are medians of per-round ratios.
 
-    .venv/bin/python bench/socketio_delivery.py          # about 6 minutes on 2 cores
+    .venv/bin/python bench/socketio_delivery.py          # about 5 minutes on 2 cores
     .venv/bin/python bench/socketio_delivery.py --rounds 5 --clients 500 --streams 50
 """
 
