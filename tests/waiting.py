@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import sqlite3
+import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:
@@ -35,3 +41,21 @@ async def until(
         if time.monotonic() > deadline:
             raise AssertionError(failure())
         await asyncio.sleep(interval)
+
+
+def answered_while_another_writes(database: str, call: Callable[[], T], timeout: float = 10.0) -> T:
+    """What `call()` answers while another connection holds the SQLite file's write lock;
+    fails when it is still waiting after `timeout` seconds (the busy timeout is a minute)."""
+    writer = sqlite3.connect(database, isolation_level=None)
+    answers: list[T] = []
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+        calling = threading.Thread(target=lambda: answers.append(call()))
+        calling.start()
+        calling.join(timeout)
+        assert answers, "the call waited for another connection's write lock"
+        return answers[0]
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            writer.execute("ROLLBACK")
+        writer.close()
