@@ -14,6 +14,7 @@ from gateway_kit import EventLog
 from gateway_kit.access import ApiTokens, StreamOwners, TokenKind
 from gateway_kit.access.tables import api_tokens
 
+from ..waiting import answered_while_another_writes
 from .helpers import assert_error, strict_gateway, with_clients
 
 JSON = {"accept": "application/json"}
@@ -91,6 +92,29 @@ def test_a_scope_that_cannot_be_stored_is_refused_and_nothing_is_written(
     made = cli("create", "carol", "--scope", scope, "--db", log_url)
     assert made.returncode == 2 and "scope" in made.stderr
     assert ApiTokens(log).list() == []
+
+
+def test_live_names_the_tokens_that_hold_of_those_asked_about(log: EventLog) -> None:
+    tokens = ApiTokens(log)
+    kept, _ = tokens.create("carol")
+    revoked, _ = tokens.create("carol")
+    tokens.revoke(revoked.token_id)
+    asked = [kept.token_id, revoked.token_id, "f" * len(kept.token_id), kept.token_id]
+    assert tokens.live(asked) == {kept.token_id}
+    assert tokens.live([]) == set()
+
+
+def test_live_does_not_wait_for_a_writer(sqlite_url: str, tmp_path: object) -> None:
+    log = EventLog(sqlite_url)
+    try:
+        tokens = ApiTokens(log)
+        kept, _ = tokens.create("carol")
+        answer = answered_while_another_writes(
+            f"{tmp_path}/gateway.db", lambda: tokens.live([kept.token_id])
+        )
+        assert answer == {kept.token_id}
+    finally:
+        log.close()
 
 
 def test_a_host_login_token_is_accepted_only_from_this_host_without_a_proxy(log: EventLog) -> None:

@@ -142,8 +142,7 @@ class ApiTokens:
         query = sa.select(api_tokens.c.token_id).where(
             api_tokens.c.token_id.in_(wanted), api_tokens.c.revoked_at.is_(None)
         )
-        with self.log.engine.connect() as conn:
-            return set(conn.execute(query).scalars())
+        return {row.token_id for row in self.log.select(query)}
 
     def list(self, user_id: str | None = None) -> list[ApiToken]:
         query = sa.select(api_tokens).order_by(api_tokens.c.created_at)

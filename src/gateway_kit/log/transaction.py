@@ -28,7 +28,10 @@ class CompiledStatement:
     __slots__ = ("defaults", "names", "sql")
 
     def __init__(self, statement: sa.Executable, dialect: sa.Dialect) -> None:
-        compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+        # IN lists are laid out as one parameter per value (a statement made per call).
+        compiled = statement.compile(  # type: ignore[attr-defined]
+            dialect=dialect, compile_kwargs={"render_postcompile": True}
+        )
         self.sql: str = compiled.string
         self.defaults: dict[str, Any] = dict(compiled.params)
         # sqlite3 takes "?" placeholders, in order; psycopg takes named ones.
