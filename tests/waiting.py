@@ -43,16 +43,29 @@ async def until(
         await asyncio.sleep(interval)
 
 
-def answered_while_another_writes(database: str, call: Callable[[], T], timeout: float = 10.0) -> T:
-    """What `call()` answers while another connection holds the SQLite file's write lock;
-    fails when it is still waiting after `timeout` seconds (the busy timeout is a minute)."""
-    writer = sqlite3.connect(database, isolation_level=None)
+def answered_while_another_writes(
+    sqlite_url: str, call: Callable[[], T], timeout: float = 10.0
+) -> T:
+    """What `call()` answers while another connection holds the write lock of the SQLite
+    database at `sqlite_url`; fails when it is still waiting after `timeout` seconds (the busy
+    timeout is a minute), and raises what `call()` raised."""
+    writer = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
     answers: list[T] = []
+    errors: list[BaseException] = []
+
+    def calling() -> None:
+        try:
+            answers.append(call())
+        except BaseException as exc:
+            errors.append(exc)
+
     try:
         writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
-        calling = threading.Thread(target=lambda: answers.append(call()))
-        calling.start()
-        calling.join(timeout)
+        thread = threading.Thread(target=calling)
+        thread.start()
+        thread.join(timeout)
+        if errors:
+            raise errors[0]
         assert answers, "the call waited for another connection's write lock"
         return answers[0]
     finally:

@@ -104,14 +104,12 @@ def test_live_names_the_tokens_that_hold_of_those_asked_about(log: EventLog) -> 
     assert tokens.live([]) == set()
 
 
-def test_live_does_not_wait_for_a_writer(sqlite_url: str, tmp_path: object) -> None:
+def test_live_does_not_wait_for_a_writer(sqlite_url: str) -> None:
     log = EventLog(sqlite_url)
     try:
         tokens = ApiTokens(log)
         kept, _ = tokens.create("carol")
-        answer = answered_while_another_writes(
-            f"{tmp_path}/gateway.db", lambda: tokens.live([kept.token_id])
-        )
+        answer = answered_while_another_writes(sqlite_url, lambda: tokens.live([kept.token_id]))
         assert answer == {kept.token_id}
     finally:
         log.close()

@@ -50,14 +50,12 @@ def test_a_sweeper_clears_the_lease_of_a_run_that_had_ended(log: EventLog) -> No
     assert lease_count(log) == 0
 
 
-def test_a_sweep_that_finds_nothing_does_not_wait_for_a_writer(
-    sqlite_url: str, tmp_path: object
-) -> None:
+def test_a_sweep_that_finds_nothing_does_not_wait_for_a_writer(sqlite_url: str) -> None:
     log = EventLog(sqlite_url)
     try:
         log.append(STREAM, "Message", {})  # the tables exist
         sweep = OwnedRunSweeper(log).sweep
-        assert answered_while_another_writes(f"{tmp_path}/gateway.db", sweep) == []
+        assert answered_while_another_writes(sqlite_url, sweep) == []
     finally:
         log.close()
 
