@@ -32,6 +32,13 @@ OWNER_STOPPED_ERROR = (
 )
 
 
+# Built once, so that a sweep (every few seconds, mostly finding nothing) compiles nothing.
+EXPIRED_OWNED_LEASES = sa.select(leases).where(
+    leases.c.name.startswith(LEASE_PREFIX, autoescape=True),
+    leases.c.expires_at < sa.bindparam("now", type_=sa.Float),
+)
+
+
 class LeaseRenewed(Exception):
     """Raised inside the ending transaction to undo it: the lease is no longer the one seen."""
 
@@ -49,12 +56,9 @@ class OwnedRunSweeper:
     def sweep(self) -> list[Event]:
         """End every owned run whose lease has expired; the `Error` events written."""
         now = time.time()
-        query = sa.select(leases).where(
-            leases.c.name.startswith(LEASE_PREFIX, autoescape=True), leases.c.expires_at < now
-        )
         # On the log's own reader: a look that mostly finds nothing takes no write lock, so
         # it never waits for an append (nor an append for it) on SQLite.
-        expired = self.log.select(query)
+        expired = self.log.select(EXPIRED_OWNED_LEASES, {"now": now})
         ended = []
         for lease in expired:
             event = self._end(lease, now)
