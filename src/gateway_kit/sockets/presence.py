@@ -141,11 +141,11 @@ class Presence:
         finds nothing, and then neither waits for an append nor makes one wait. What it finds
         is looked for again in the deleting transaction, where no lease can be renewed between
         the look and the delete."""
-        now = {"now": time.time()}
-        if not self.log.select(DEAD_CONNECTIONS, now):
+        params = {"now": time.time()}
+        if not self.log.select(DEAD_CONNECTIONS, params):
             return
         with self.log.engine.begin() as conn:
-            gone = list(conn.execute(DEAD_CONNECTIONS, now).scalars())
+            gone = list(conn.execute(DEAD_CONNECTIONS, params).scalars())
             if gone:
                 conn.execute(
                     socket_subscriptions.delete().where(
