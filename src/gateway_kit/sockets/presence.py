@@ -21,12 +21,31 @@ from ..runs.tables import leases
 LEASE_PREFIX = "socket-process:"
 DEFAULT_TTL = 10.0
 
-# The connections of processes whose lease ran out. Built once: it is looked for every few
-# seconds and mostly finds nothing, so it should compile nothing.
-DEAD_CONNECTIONS = sa.select(socket_connections.c.connection_id).where(
-    (sa.literal(LEASE_PREFIX) + socket_connections.c.process_id).not_in(
-        sa.select(leases.c.name).where(leases.c.expires_at > sa.bindparam("now", type_=sa.Float))
+# A connection's process lease, and the process leases still running at "now": a connection
+# counts only while its process's lease runs. The statements are built once: presence is
+# asked on every (un)subscription and swept every few seconds.
+PROCESS_LEASE = sa.literal(LEASE_PREFIX) + socket_connections.c.process_id
+RUNNING = leases.c.expires_at > sa.bindparam("now", type_=sa.Float)
+
+WATCHING = (
+    sa.select(
+        socket_connections.c.connection_id,
+        socket_connections.c.user_id,
+        socket_connections.c.method,
+        socket_subscriptions.c.subscribed_at,
     )
+    .select_from(
+        socket_subscriptions.join(
+            socket_connections,
+            socket_connections.c.connection_id == socket_subscriptions.c.connection_id,
+        ).join(leases, sa.and_(leases.c.name == PROCESS_LEASE, RUNNING))
+    )
+    .where(socket_subscriptions.c.stream == sa.bindparam("stream"))
+    .order_by(socket_subscriptions.c.subscribed_at)
+)
+# The connections of processes whose lease ran out (mostly none).
+DEAD_CONNECTIONS = sa.select(socket_connections.c.connection_id).where(
+    PROCESS_LEASE.not_in(sa.select(leases.c.name).where(RUNNING))
 )
 
 
@@ -35,26 +54,6 @@ class Presence:
         self.log = log
         self.process_id = process_id
         self.lease = Lease(log, LEASE_PREFIX + process_id, process_id, ttl)
-        live = sa.and_(
-            leases.c.name == sa.literal(LEASE_PREFIX) + socket_connections.c.process_id,
-            leases.c.expires_at > sa.bindparam("now"),
-        )
-        self._watching = (
-            sa.select(
-                socket_connections.c.connection_id,
-                socket_connections.c.user_id,
-                socket_connections.c.method,
-                socket_subscriptions.c.subscribed_at,
-            )
-            .select_from(
-                socket_subscriptions.join(
-                    socket_connections,
-                    socket_connections.c.connection_id == socket_subscriptions.c.connection_id,
-                ).join(leases, live)
-            )
-            .where(socket_subscriptions.c.stream == sa.bindparam("stream"))
-            .order_by(socket_subscriptions.c.subscribed_at)
-        )
 
     def keep_alive(self) -> None:
         """Renew this process's lease when a third of its time has passed (taking it anew after
@@ -121,7 +120,7 @@ class Presence:
     def watching(self, stream: str) -> dict[str, Any]:
         """Who watches `stream` now: each user with their number of connections, and each
         connection (its id, user and how it logged in); the same from every process."""
-        rows = self.log.select(self._watching, {"stream": stream, "now": time.time()})
+        rows = self.log.select(WATCHING, {"stream": stream, "now": time.time()})
         users: dict[str, int] = {}
         for row in rows:
             users[row.user_id] = users.get(row.user_id, 0) + 1
