@@ -104,9 +104,12 @@ class Gateway:
     :param wsgi_workers: threads serving the WSGI app; each request holds one while it runs.
     :param ping_interval: seconds between ``: ping`` comments on an SSE stream.
     :param send_timeout: seconds one write to a client may take before it is disconnected
-        (noticed within a quarter of that again).
+        (noticed within a quarter of that again); for a Socket.IO client, seconds it may read
+        nothing of what waits for it.
     :param queue_size: live events one SSE client may have waiting before it is disconnected
-        (it then resumes by cursor; the others never wait for it).
+        (it then resumes by cursor; the others never wait for it); messages one Socket.IO
+        connection may have waiting before it leaves its rooms, to catch up from the log once
+        its client has read them (a replay, too, sends a page and waits for it to be read).
     :param max_body_bytes: the largest request body the gateway's routes accept (413 above it).
     :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
     :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
@@ -242,6 +245,8 @@ class Gateway:
                 redis_channel=socketio_redis_channel,
                 # The cookie resolver's own record: a logout it notes closes sockets at once.
                 ended_logins=None if self.logins is None else self.logins[1],
+                queue_size=self.settings.queue_size,
+                send_timeout=self.settings.send_timeout,
             )
             socketio = self.sockets
         self.socketio: ASGIApp = socketio

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -10,6 +12,8 @@ from typing import Any
 
 import httpx
 import socketio
+import websockets.asyncio.client
+from websockets.asyncio.client import ClientConnection
 
 SOCKETIO_PATH = "gateway/socket.io"
 WAIT = 15.0
@@ -118,3 +122,72 @@ async def connected(*clients: Client) -> AsyncIterator[None]:
     finally:
         for client in clients:
             await client.sio.disconnect()
+
+
+class HandClient:
+    """A Socket.IO client spoken by hand over one websocket, which reads only when asked to:
+    a phone whose app is suspended, a client on a link slower than its streams. Its socket's
+    receive buffer is small and its websocket library keeps two messages, so a client that
+    does not read soon leaves what the gateway sends it in the gateway's memory."""
+
+    def __init__(self, ws: ClientConnection, sid: str) -> None:
+        self.ws = ws
+        self.sid = sid
+        self.events: list[dict[str, Any]] = []
+        self.acks: dict[int, Any] = {}
+        self._next_ack = 0
+
+    @classmethod
+    async def connect(cls, base: str, ticket: str) -> HandClient:
+        host, port = base.removeprefix("http://").split(":")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting
+        sock.connect((host, int(port)))
+        ws = await websockets.asyncio.client.connect(
+            f"ws://{host}:{port}/{SOCKETIO_PATH}/?EIO=4&transport=websocket",
+            sock=sock,
+            max_queue=2,
+            max_size=None,
+            compression=None,
+        )
+        opened = await ws.recv()
+        assert isinstance(opened, str) and opened.startswith("0"), opened
+        await ws.send("40" + json.dumps({"ticket": ticket}))
+        answer = await ws.recv()
+        assert isinstance(answer, str) and answer.startswith("40"), answer
+        return cls(ws, json.loads(answer[2:])["sid"])
+
+    async def subscribe(self, stream: str, after: int = 0) -> int:
+        """Ask to subscribe, without waiting for the answer; the number of its ack."""
+        number = self._next_ack
+        self._next_ack += 1
+        subscription = {"stream": stream, "after": after}
+        await self.ws.send(f"42{number}" + json.dumps(["subscribe", subscription]))
+        return number
+
+    async def read_until(self, condition: Callable[[], bool], what: str) -> None:
+        """Read (and answer pings) until `condition()` holds; fails saying `what`."""
+        try:
+            async with asyncio.timeout(WAIT):
+                while not condition():
+                    await self._take(await self.ws.recv())
+        except TimeoutError:
+            raise AssertionError(f"not in {WAIT:g} s: {what}") from None
+
+    async def _take(self, message: str | bytes) -> None:
+        assert isinstance(message, str), message
+        if message == "2":  # engine.io's ping
+            await self.ws.send("3")
+        elif message.startswith("42"):
+            name, payload = json.loads(message[2:])
+            if name == "event":
+                self.events.append(payload)
+        elif message.startswith("43"):
+            number, _, body = message[2:].partition("[")
+            self.acks[int(number)] = json.loads("[" + body)[0]
+
+    def seqs(self, stream: str) -> list[int]:
+        return [e["seq"] for e in self.events if e["stream"] == stream]
+
+    async def close(self) -> None:
+        await self.ws.close()

@@ -10,6 +10,12 @@ replays from the log what it missed and then enters the room, without gap or dup
 - once the replay is sent, it sends what the buffer gathered, and enters the room the moment
   the buffer is empty, with no await in between, so that the room's next emit includes it.
 
+A connection is never sent more than its outbox holds (`Outboxes`): the replay reads a page,
+sends it and waits for the connection's writer to take it before reading the next; a buffer
+that fills is dropped, and the replay reads on to where the room is instead. A member whose
+outbox outgrows the limit leaves the room and joins again from the seq it was last sent, once
+its writer has taken what it holds: a slow client costs a page of memory, not the log.
+
 Room emits skip the message queue (python-socketio's Redis manager): each process delivers the
 log to its own connections, and the log reaches every process by itself.
 """
@@ -21,7 +27,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +36,7 @@ from ..log import Event, EventLog
 from ..streams.cursor import resume_point
 from ..streams.fanout import STOP_OVERFLOW, Hub, Subscription
 from ..streams.request import Cursor
+from .outbox import Outboxes
 
 logger = logging.getLogger("gateway_kit.sockets")
 
@@ -40,13 +47,34 @@ def room_of(stream: str) -> str:
     return "stream:" + stream
 
 
+class Joining:
+    """A connection on its way into a room: what the room emitted meanwhile, up to a limit."""
+
+    __slots__ = ("buffer", "gone", "limit", "overflowed")
+
+    def __init__(self, limit: int) -> None:
+        self.buffer: deque[Event] = deque()
+        self.limit = limit
+        self.overflowed = False  # the buffer was dropped: read on from the log instead
+        self.gone = asyncio.Event()  # it left (unsubscribed, disconnected, joined anew)
+
+    def offer(self, event: Event) -> None:
+        if self.overflowed:
+            return
+        if len(self.buffer) >= self.limit:
+            self.overflowed = True
+            self.buffer.clear()
+        else:
+            self.buffer.append(event)
+
+
 @dataclass
 class RoomFeed:
     stream: str
     sub: Subscription
     last: int  # the last seq emitted to the room (or owed to it by the log, at the start)
     members: set[str] = field(default_factory=set)
-    joining: dict[str, deque[Event]] = field(default_factory=dict)
+    joining: dict[str, Joining] = field(default_factory=dict)
     task: asyncio.Task[None] | None = None
 
 
@@ -54,39 +82,84 @@ class RoomFeeds:
     """:param log: the log the streams are read from.
     :param hub: the shared live reader of this event loop.
     :param sio: the Socket.IO server whose rooms are fed.
+    :param outboxes: what each connection has waiting, and its limit.
     """
 
-    def __init__(self, log: EventLog, hub: Callable[[], Hub], sio: Any) -> None:
+    def __init__(self, log: EventLog, hub: Callable[[], Hub], sio: Any, outboxes: Outboxes) -> None:
         self.log = log
         self.hub = hub
         self.sio = sio
+        self.outboxes = outboxes
+        self.page = max(1, min(REPLAY_PAGE, outboxes.limit))
         self.feeds: dict[str, RoomFeed] = {}
         self._starting: dict[str, asyncio.Future[RoomFeed]] = {}
+        self._catching_up: set[asyncio.Task[None]] = set()
 
     async def join(self, sid: str, stream: str, cursor: Cursor) -> None:
         """Send `sid` what `stream` holds after `cursor`, then make it a member of the room."""
         await self.leave(sid, stream)
         feed = await self._feed(stream)
-        buffer: deque[Event] = deque()
-        feed.joining[sid] = buffer
+        joining = feed.joining[sid] = Joining(self.outboxes.limit)
         try:
-            last = await self._replay(sid, stream, cursor, feed.last)
-            while buffer:
-                event = buffer.popleft()
-                if event.seq > last:
-                    await self._send(sid, event)
-                    last = event.seq
-            # No await from the empty buffer to the room: the feed's next emit includes sid.
-            feed.members.add(sid)
-            await self.sio.enter_room(sid, room_of(stream))
+            resume = await resume_point(self.log, cursor, known_head=feed.last, stream=stream)
+            if resume.reset is not None:  # the same reset, and reasons, as over SSE
+                await self._send(sid, json.loads(resume.reset))
+            await self._enter(sid, feed, joining, resume.after)
         finally:
-            feed.joining.pop(sid, None)
+            self._joined(feed, sid, joining)
+
+    async def _enter(self, sid: str, feed: RoomFeed, joining: Joining, after: int) -> None:
+        """Send `sid` the stream after `after`, then what the room emitted meanwhile, then
+        make it a member; unless it leaves or cannot be sent to first."""
+        last = after
+        while True:
+            upto = feed.last  # the log has everything up to here; the buffer what follows
+            last = await self._replay(sid, feed.stream, last, upto, joining.gone)
+            if joining.gone.is_set():
+                return
+            if not joining.overflowed:
+                break
+            joining.overflowed = False  # what the buffer dropped is in the log by now
+        while joining.buffer:
+            event = joining.buffer.popleft()
+            if event.seq > last:
+                await self._send(sid, event.envelope())
+                last = event.seq
+        # No await from the empty buffer to the room: the feed's next emit includes sid.
+        feed.members.add(sid)
+        await self.sio.enter_room(sid, room_of(feed.stream))
+
+    def _catch_up(self, feed: RoomFeed, sid: str) -> None:
+        """`sid`, out of the room, joins again from the last seq it was sent once its writer
+        has taken what waits for it."""
+        joining = feed.joining[sid] = Joining(self.outboxes.limit)
+        after = feed.last  # what it was sent last: the event whose emit put it over
+
+        async def catch_up() -> None:
+            try:
+                if await self.outboxes.drained(sid, joining.gone):
+                    await self._enter(sid, feed, joining, after)
+            finally:
+                self._joined(feed, sid, joining)
+
+        task = asyncio.create_task(catch_up(), name=f"gateway-kit-catch-up-{sid}")
+        self._catching_up.add(task)
+        task.add_done_callback(self._catching_up.discard)
+
+    def _joined(self, feed: RoomFeed, sid: str, joining: Joining) -> None:
+        """`sid` is done joining: a member now, or gone; a feed nobody is left on stops."""
+        if feed.joining.get(sid) is joining:
+            del feed.joining[sid]
+        if not feed.members and not feed.joining:
+            self._stop(feed)
 
     async def leave(self, sid: str, stream: str) -> None:
         feed = self.feeds.get(stream)
         if feed is None or (sid not in feed.members and sid not in feed.joining):
             return
-        feed.joining.pop(sid, None)
+        joining = feed.joining.pop(sid, None)
+        if joining is not None:
+            joining.gone.set()
         if sid in feed.members:
             feed.members.discard(sid)
             await self.sio.leave_room(sid, room_of(stream))
@@ -96,6 +169,8 @@ class RoomFeeds:
     async def close(self) -> None:
         for feed in list(self.feeds.values()):
             self._stop(feed)
+        for task in list(self._catching_up):
+            task.cancel()
 
     # --- the feed of one stream ------------------------------------------------------------
 
@@ -142,9 +217,7 @@ class RoomFeeds:
                 # Fell behind the live reader: carry on from the log where the room is.
                 self.hub().unsubscribe(feed.sub)
                 feed.sub = await self.hub().subscribe(stream=feed.stream)
-                await self._each(
-                    feed.stream, feed.last, feed.sub.high_water, lambda e: self._emit(feed, room, e)
-                )
+                await self._each(feed.stream, feed.last, feed.sub.high_water, feed, room)
                 feed.last = max(feed.last, feed.sub.high_water)
         except (asyncio.CancelledError, LogClosed):
             pass
@@ -161,34 +234,51 @@ class RoomFeeds:
 
     async def _emit(self, feed: RoomFeed, room: str, event: Event) -> None:
         feed.last = event.seq
-        for buffer in feed.joining.values():
-            buffer.append(event)
-        if feed.members:
-            await self.sio.emit("event", event.envelope(), room=room, ignore_queue=True)
+        for joining in feed.joining.values():
+            joining.offer(event)
+        if not feed.members:
+            return
+        await self.sio.emit("event", event.envelope(), room=room, ignore_queue=True)
+        behind = [sid for sid in feed.members if self.outboxes.over(sid)]
+        for sid in behind:
+            feed.members.discard(sid)
+            self._catch_up(feed, sid)  # before any await: the next emit is buffered for it
+        for sid in behind:
+            await self.sio.leave_room(sid, room)
 
-    # --- one connection's replay ---------------------------------------------------------
-
-    async def _replay(self, sid: str, stream: str, cursor: Cursor, upto: int) -> int:
-        """Send `sid` the stream's events after `cursor` up to `upto`; the last seq it has."""
-        resume = await resume_point(self.log, cursor, known_head=upto, stream=stream)
-        if resume.reset is not None:  # the same reset, and reasons, as over SSE
-            await self.sio.emit("event", json.loads(resume.reset), to=sid, ignore_queue=True)
-        await self._each(stream, resume.after, upto, lambda e: self._send(sid, e))
-        return max(upto, resume.after)
-
-    async def _each(
-        self, stream: str, after: int, upto: int, send: Callable[[Event], Awaitable[None]]
-    ) -> None:
-        """`send` each event of `stream` after `after` up to `upto`, read from the log in pages."""
+    async def _each(self, stream: str, after: int, upto: int, feed: RoomFeed, room: str) -> None:
+        """Emit to the room each event of `stream` after `after` up to `upto`, from the log."""
         while after < upto:
             page = await self.log.aread(after=after, stream=stream, limit=REPLAY_PAGE)
             for event in page:
                 if event.seq <= upto:
-                    await send(event)
+                    await self._emit(feed, room, event)
             if len(page) < REPLAY_PAGE:
                 return
             after = page[-1].seq
 
-    async def _send(self, sid: str, event: Event) -> None:
+    # --- one connection's replay ---------------------------------------------------------
+
+    async def _replay(
+        self, sid: str, stream: str, after: int, upto: int, gone: asyncio.Event
+    ) -> int:
+        """Send `sid` the stream's events after `after` up to `upto`, a page at a time, each
+        once its writer took the one before; the last seq it has. `gone` is set when the
+        connection left or could not be sent to."""
+        while after < upto:
+            page = await self.log.aread(after=after, stream=stream, limit=self.page)
+            for event in page:
+                if event.seq > upto:
+                    return upto
+                await self._send(sid, event.envelope())
+                after = event.seq
+            if len(page) < self.page:
+                return upto
+            if not await self.outboxes.drained(sid, gone):
+                gone.set()
+                return after
+        return max(after, upto)
+
+    async def _send(self, sid: str, message: dict[str, Any]) -> None:
         # To a connection of this process: no need to go through the message queue.
-        await self.sio.emit("event", event.envelope(), to=sid, ignore_queue=True)
+        await self.sio.emit("event", message, to=sid, ignore_queue=True)

@@ -47,9 +47,11 @@ from ..log import EventLog
 from ..log.event import check_name
 from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
 from ..runs.periodic import Periodic
+from ..settings import DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
 from ..streams.request import Cursor, parse_cursor
 from ..streams.service import StreamService
 from .feeds import RoomFeeds, room_of
+from .outbox import Outboxes
 from .presence import Presence
 
 logger = logging.getLogger("gateway_kit.sockets")
@@ -102,6 +104,10 @@ class SocketServer:
     :param check_interval: seconds between looks for revoked credentials.
     :param ended_logins: where ended cookie logins are known; the cookie resolver's own, so
         that a logout noted in this process is seen at once (a new one reads the database).
+    :param queue_size: messages one connection may have waiting; beyond, it leaves its rooms
+        and catches up from the log once its client has read them.
+    :param send_timeout: seconds a connection's client may read nothing of what waits for it
+        before it is closed.
     """
 
     def __init__(
@@ -117,6 +123,8 @@ class SocketServer:
         redis_channel: str = DEFAULT_REDIS_CHANNEL,
         check_interval: float = DEFAULT_CHECK_INTERVAL,
         ended_logins: EndedLogins | None = None,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
     ) -> None:
         self.log = log
         self.plugins = plugins
@@ -144,7 +152,8 @@ class SocketServer:
         self.app = socketio.ASGIApp(self.sio, socketio_path=prefix.strip("/") + SOCKETIO_PATH)
         self.prefix = prefix
         self.connections: dict[str, Connection] = {}
-        self.rooms = RoomFeeds(log, lambda: streams.state().hub, self.sio)
+        self.outboxes = Outboxes(self.sio, limit=queue_size, timeout=send_timeout)
+        self.rooms = RoomFeeds(log, lambda: streams.state().hub, self.sio, self.outboxes)
         self.checks = Periodic(self._check_credentials, check_interval, "gateway-kit-sockets")
         self.sio.on("connect", self.on_connect)
         self.sio.on("disconnect", self.on_disconnect)

@@ -1,0 +1,89 @@
+"""`Outboxes`: what python-socketio holds unsent for each of this process's connections.
+
+python-socketio queues every message for a connection without bound, and the connection's
+writer takes them from that queue only as fast as the client reads. A client that reads slowly
+(a phone on a bad network) or not at all would make the gateway hold the log for it in memory,
+as much of it as it is sent. So the room feeds look at that queue: a replay waits for the
+writer to take one page before it reads the next, and a member whose queue outgrows the limit
+leaves the room and catches up from the log once its writer has taken what it holds (the same
+limit and timeout as an SSE client's). A connection whose writer takes nothing within the
+timeout is disconnected, and its client reconnects with its cursor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+logger = logging.getLogger("gateway_kit.sockets")
+
+NAMESPACE = "/"
+
+
+class Outboxes:
+    """:param sio: the Socket.IO server whose connections' queues are looked at.
+    :param limit: messages one connection may have waiting before it is fed from the log.
+    :param timeout: seconds a connection's writer may take to take what waits for it.
+    """
+
+    def __init__(self, sio: Any, *, limit: int, timeout: float) -> None:
+        self.sio = sio
+        self.limit = limit
+        self.timeout = timeout
+
+    def pending(self, sid: str) -> int:
+        """How many messages wait for the connection `sid`'s writer."""
+        socket = self._socket(sid)
+        return 0 if socket is None else int(socket.queue.qsize())
+
+    def over(self, sid: str) -> bool:
+        return self.pending(sid) > self.limit
+
+    async def drained(self, sid: str, gone: asyncio.Event) -> bool:
+        """Wait until `sid`'s writer has taken every message queued for it. False when the
+        connection ended or `gone` was set first, or when the writer took nothing within the
+        timeout: that connection is closed."""
+        socket = self._socket(sid)
+        if socket is None or gone.is_set():
+            return False
+        queue: asyncio.Queue[Any] = socket.queue
+        if not queue.qsize():
+            return True
+        taken = asyncio.ensure_future(queue.join())
+        left = asyncio.ensure_future(gone.wait())
+        try:
+            done, _ = await asyncio.wait(
+                (taken, left), timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            taken.cancel()
+            left.cancel()
+        if not done:
+            await self._close(sid, socket)
+        return taken in done and not gone.is_set()
+
+    async def _close(self, sid: str, socket: Any) -> None:
+        queue: asyncio.Queue[Any] = socket.queue
+        logger.info(
+            "closing socket %s: its client took none of its %d waiting messages in %g s",
+            sid,
+            queue.qsize(),
+            self.timeout,
+        )
+        # Closed without a goodbye (it would wait behind the rest): the server's disconnect
+        # handlers run now, and the client, once it reads again, reconnects with its cursor.
+        with contextlib.suppress(Exception):
+            await socket.close(wait=False, abort=True)
+        # What waits is for a client that will never be sent it: let it go now, not when the
+        # transport's keep-alive finds the connection dead.
+        while not queue.empty():
+            queue.get_nowait()
+            queue.task_done()
+
+    def _socket(self, sid: str) -> Any:
+        """python-engineio's socket under the Socket.IO connection `sid`, while it is open."""
+        eio_sid = self.sio.manager.eio_sid_from_sid(sid, NAMESPACE)
+        socket = self.sio.eio.sockets.get(eio_sid) if eio_sid is not None else None
+        return None if socket is None or socket.closed else socket

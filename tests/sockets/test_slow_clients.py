@@ -1,0 +1,185 @@
+"""Socket.IO clients that read slowly or not at all: the gateway holds a page for each, not the
+log, and each still gets every event once, in order, once it reads again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gateway_kit import EventLog, Gateway
+from gateway_kit.access import ApiTokens, StreamOwners
+from gateway_kit.sockets.server import SocketServer
+
+from ..identity.helpers import flask_app
+from ..serving import serve_in_thread
+from ..waiting import until
+from .clients import HandClient, with_token
+
+STREAM = "long-conversation"
+LIMIT = 40  # messages one connection may have waiting
+PAD = "x" * 16_000  # events big enough that a few hundred fill the sockets' buffers
+EVENTS = 600
+
+
+@pytest.fixture
+def gateway(log_url: str) -> Iterator[tuple[str, Gateway, str]]:
+    """A served gateway whose connections may have `LIMIT` messages waiting, alice's token."""
+    log = EventLog(log_url)
+    StreamOwners(log).declare(STREAM, "alice")
+    _, token = ApiTokens(log).create("alice")
+    gateway = Gateway(flask_app(log), log=log, queue_size=LIMIT, send_timeout=3.0)
+    try:
+        with serve_in_thread(gateway) as base:
+            yield base, gateway, token
+    finally:
+        log.close()
+
+
+def sockets_of(gateway: Gateway) -> SocketServer:
+    assert gateway.sockets is not None
+    return gateway.sockets
+
+
+def append(log: EventLog, first: int, count: int) -> list[int]:
+    numbers = range(first, first + count)
+    events = log.append_many(
+        [{"stream": STREAM, "type": "Message", "data": {"n": n, "pad": PAD}} for n in numbers]
+    )
+    return [e.seq for e in events]
+
+
+async def hand_client(base: str, token: str) -> HandClient:
+    return await HandClient.connect(base, await with_token(base, token).ticket())
+
+
+def parked_replays(server: SocketServer) -> list[tuple[str, int]]:
+    """Record, for each time a connection's feed waits for its client to read, the
+    connection and what waits for it."""
+    parked: list[tuple[str, int]] = []
+    drained = server.outboxes.drained
+
+    async def recording(sid: str, gone: asyncio.Event) -> bool:
+        parked.append((sid, server.outboxes.pending(sid)))
+        return await drained(sid, gone)
+
+    server.outboxes.drained = recording  # type: ignore[method-assign]
+    return parked
+
+
+def run(body: Any) -> Any:
+    return asyncio.run(body)
+
+
+def test_a_replay_to_a_client_that_stops_reading_holds_a_page_not_the_stream(
+    gateway: tuple[str, Gateway, str],
+) -> None:
+    base, gw, token = gateway
+    server = sockets_of(gw)
+    seqs = append(gw.log, 0, EVENTS)
+    parked = parked_replays(server)
+
+    async def main() -> None:
+        client = await hand_client(base, token)
+        try:
+            ack = await client.subscribe(STREAM, after=0)
+            # The client reads nothing: once the sockets' buffers are full, the replay waits.
+            await until(
+                lambda: any(p for sid, p in parked if sid == client.sid),
+                failure=lambda: "the replay never waited for the client that reads nothing",
+            )
+            assert 0 < server.outboxes.pending(client.sid) <= LIMIT
+            assert all(pending <= LIMIT for _, pending in parked)
+            # Once it reads, it gets the whole stream once, in order, then its answer.
+            await client.read_until(lambda: ack in client.acks, "the subscription's answer")
+            assert client.acks[ack] == {"ok": True}
+            assert client.seqs(STREAM) == seqs
+            # And it is a member of the room: what is appended now reaches it live.
+            later = append(gw.log, EVENTS, 1)
+            await client.read_until(lambda: client.seqs(STREAM)[-1] == later[0], "live event")
+            assert client.seqs(STREAM) == seqs + later
+        finally:
+            await client.close()
+
+    run(main())
+
+
+def test_a_member_that_falls_behind_catches_up_from_the_log_without_gap_or_duplicate(
+    gateway: tuple[str, Gateway, str],
+) -> None:
+    base, gw, token = gateway
+    server = sockets_of(gw)
+
+    async def main() -> None:
+        slow = await hand_client(base, token)
+        steady = with_token(base, token)
+        await steady.connect()
+        try:
+            ack = await slow.subscribe(STREAM)
+            await slow.read_until(lambda: ack in slow.acks, "the subscription's answer")
+            assert await steady.subscribe(STREAM) == {"ok": True}
+            # Live events while `slow` reads nothing: it leaves the room, `steady` does not.
+            seqs = await asyncio.to_thread(
+                lambda: [seq for n in range(0, 400, 20) for seq in append(gw.log, n, 20)]
+            )
+            await steady.until(lambda: steady.seqs(STREAM) == seqs, "every event, live")
+            feed = server.rooms.feeds[STREAM]
+            await until(lambda: feed.last == seqs[-1], failure=lambda: "the room's feed lags")
+            assert slow.sid not in feed.members
+            assert slow.sid in feed.joining  # waiting for its client to read
+            assert server.outboxes.pending(slow.sid) <= LIMIT + 1
+            # It reads again: everything once, in order, and then it is back in the room.
+            await slow.read_until(lambda: slow.seqs(STREAM)[-1:] == seqs[-1:], "caught up")
+            assert slow.seqs(STREAM) == seqs
+            await until(
+                lambda: slow.sid in feed.members,
+                failure=lambda: "the caught-up connection is not back in the room",
+            )
+            later = append(gw.log, 400, 1)
+            await slow.read_until(lambda: slow.seqs(STREAM)[-1] == later[0], "live event")
+            assert slow.seqs(STREAM) == seqs + later
+        finally:
+            await slow.close()
+            await steady.sio.disconnect()
+
+    run(main())
+
+
+def test_a_client_that_reads_nothing_for_the_send_timeout_is_closed(
+    gateway: tuple[str, Gateway, str],
+) -> None:
+    base, gw, token = gateway
+    server = sockets_of(gw)
+    append(gw.log, 0, EVENTS)
+
+    async def main() -> None:
+        client = await hand_client(base, token)
+        other = with_token(base, token)
+        await other.connect()
+        try:
+            assert await other.subscribe(STREAM, after=0) == {"ok": True}
+            eio_sid = server.sio.manager.eio_sid_from_sid(client.sid, "/")
+            eio_socket = server.sio.eio.sockets[eio_sid]  # python-engineio's, with its queue
+            await client.subscribe(STREAM, after=0)
+            # It is closed, and what waited for it is let go.
+            await until(
+                lambda: client.sid not in server.connections and eio_socket.queue.empty(),
+                timeout=15.0,
+                failure=lambda: "the client that reads nothing is still connected",
+            )
+            assert STREAM not in server.rooms.feeds or (
+                client.sid not in server.rooms.feeds[STREAM].joining
+            )
+            # Its presence is gone with it.
+            watching = await asyncio.to_thread(server.presence.watching, STREAM)
+            assert len(watching["connections"]) == 1, watching
+            # The other connection of the same user carries on.
+            later = append(gw.log, EVENTS, 1)
+            await other.until(lambda: other.seqs(STREAM)[-1:] == later, "the next event")
+        finally:
+            await client.close()
+            await other.sio.disconnect()
+
+    run(main())
