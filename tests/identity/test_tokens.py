@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from gateway_kit import EventLog
 from gateway_kit.access import ApiTokens, StreamOwners, TokenKind
 from gateway_kit.access.tables import api_tokens
+from gateway_kit.access.tokens import LIVE_BATCH
 
 from ..waiting import answered_while_another_writes
 from .helpers import assert_error, strict_gateway, with_clients
@@ -102,6 +103,18 @@ def test_live_names_the_tokens_that_hold_of_those_asked_about(log: EventLog) -> 
     asked = [kept.token_id, revoked.token_id, "f" * len(kept.token_id), kept.token_id]
     assert tokens.live(asked) == {kept.token_id}
     assert tokens.live([]) == set()
+
+
+def test_live_answers_for_more_tokens_than_one_query_holds(log: EventLog) -> None:
+    tokens = ApiTokens(log)
+    made = [tokens.create(f"user-{n % 7}")[0].token_id for n in range(LIVE_BATCH + 45)]
+    revoked = set(made[::3])
+    for token_id in revoked:
+        tokens.revoke(token_id)
+    unknown = [f"{n:012x}" for n in range(20)]
+    assert tokens.live(made + unknown) == set(made) - revoked
+    for count in (1, 2, 3, 5, 17):  # batches padded to a size compiled once
+        assert tokens.live(made[:count] + unknown[:2]) == set(made[:count]) - revoked
 
 
 def test_live_does_not_wait_for_a_writer(sqlite_url: str) -> None:

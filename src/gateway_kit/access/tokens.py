@@ -8,6 +8,7 @@ names the token in listings and revocations and proves nothing.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 import secrets
@@ -135,14 +136,17 @@ class ApiTokens:
         return _record(row)
 
     def live(self, token_ids: Iterable[str]) -> set[str]:
-        """Which of `token_ids` name tokens that exist and are not revoked: one query."""
+        """Which of `token_ids` name tokens that exist and are not revoked: a query per
+        `LIVE_BATCH` of them."""
         wanted = sorted(set(token_ids))
-        if not wanted:
-            return set()
-        query = sa.select(api_tokens.c.token_id).where(
-            api_tokens.c.token_id.in_(wanted), api_tokens.c.revoked_at.is_(None)
-        )
-        return {row.token_id for row in self.log.select(query)}
+        found: set[str] = set()
+        for start in range(0, len(wanted), LIVE_BATCH):
+            batch = wanted[start : start + LIVE_BATCH]
+            query, size = _live_query(len(batch))
+            # The batch padded with its last id: a statement of each size is compiled once.
+            params = {f"t{i}": batch[min(i, len(batch) - 1)] for i in range(size)}
+            found.update(row.token_id for row in self.log.select(query, params))
+        return found
 
     def list(self, user_id: str | None = None) -> list[ApiToken]:
         query = sa.select(api_tokens).order_by(api_tokens.c.created_at)
@@ -165,6 +169,20 @@ class ApiTokens:
         if row is None:
             raise KeyError(NO_SUCH_TOKEN.format(token_id=token_id))
         return _record(row)
+
+
+LIVE_BATCH = 256
+
+
+@functools.cache
+def _live_query(count: int) -> tuple[sa.Select[tuple[str]], int]:
+    """The query of `live` for `count` ids, with room for the next power of two of them."""
+    size = 1 << max(0, count - 1).bit_length()
+    ids: list[sa.BindParameter[str]] = [sa.bindparam(f"t{i}") for i in range(size)]
+    query = sa.select(api_tokens.c.token_id).where(
+        api_tokens.c.token_id.in_(ids), api_tokens.c.revoked_at.is_(None)
+    )
+    return query, size
 
 
 def _record(row: object) -> ApiToken:
