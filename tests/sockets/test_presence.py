@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import sqlalchemy as sa
 
 from gateway_kit import EventLog
@@ -71,3 +73,12 @@ def test_a_sweep_that_finds_nothing_does_not_wait_for_a_writer(sqlite_url: str) 
         assert watching(presence) == ["c-alive"]
     finally:
         log.close()
+
+
+def test_a_connection_subscribing_to_a_stream_again_at_once_is_one_watcher(log: EventLog) -> None:
+    presence = watcher(log, "one", "c-1", "ann")
+    # Subscribes of one connection that overlap, each from its own thread.
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: presence.subscribed("c-1", STREAM), range(32)))
+    assert watching(presence) == ["c-1"]
+    assert rows_of(log, "c-1") == 2

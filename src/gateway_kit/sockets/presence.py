@@ -7,10 +7,12 @@ lease's time, and any process deletes what it left. Every process answers the sa
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from ..access.tables import socket_connections, socket_subscriptions
 from ..log import EventLog
@@ -47,6 +49,24 @@ WATCHING = (
 DEAD_CONNECTIONS = sa.select(socket_connections.c.connection_id).where(
     PROCESS_LEASE.not_in(sa.select(leases.c.name).where(RUNNING))
 )
+
+
+@functools.cache
+def _subscribe_statement(dialect: str) -> sa.Insert:
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    at = sa.bindparam("at", type_=sa.Float)
+    return (
+        insert(socket_subscriptions)
+        .values(
+            connection_id=sa.bindparam("connection_id"),
+            stream=sa.bindparam("stream"),
+            subscribed_at=at,
+        )
+        .on_conflict_do_update(
+            index_elements=[socket_subscriptions.c.connection_id, socket_subscriptions.c.stream],
+            set_={"subscribed_at": at},
+        )
+    )
 
 
 class Presence:
@@ -95,18 +115,10 @@ class Presence:
             )
 
     def subscribed(self, connection_id: str, stream: str) -> None:
-        with self.log.engine.begin() as conn:
-            conn.execute(
-                socket_subscriptions.delete().where(
-                    socket_subscriptions.c.connection_id == connection_id,
-                    socket_subscriptions.c.stream == stream,
-                )
-            )
-            conn.execute(
-                socket_subscriptions.insert().values(
-                    connection_id=connection_id, stream=stream, subscribed_at=time.time()
-                )
-            )
+        """Note a subscription, or when it was made again: one statement, so that subscribes
+        of one connection to one stream that overlap cannot both insert."""
+        params = {"connection_id": connection_id, "stream": stream, "at": time.time()}
+        self.log.write(_subscribe_statement(self.log.dialect), params)
 
     def unsubscribed(self, connection_id: str, stream: str) -> None:
         with self.log.engine.begin() as conn:
