@@ -124,6 +124,40 @@ def test_a_replay_to_a_client_that_stops_reading_holds_a_page_not_the_stream(
     run(main())
 
 
+def test_a_flood_of_subscriptions_to_a_long_stream_holds_one_replay(
+    gateway: tuple[str, Gateway, str],
+) -> None:
+    base, gw, token = gateway
+    server = sockets_of(gw)
+    seqs = append(gw.log, 0, EVENTS)
+    parked = parked_replays(server)
+    flood = 30
+
+    async def main() -> None:
+        client = await hand_client(base, token)
+        try:
+            # Each subscribe leaves the one before; only the newest replay goes on.
+            acks = [await client.subscribe(STREAM, after=0) for _ in range(flood)]
+            await until(
+                lambda: (
+                    any(p for sid, p in parked if sid == client.sid)
+                    and server.outboxes.pending(client.sid) > 0
+                ),
+                failure=lambda: "the replay never waited for the client that reads nothing",
+            )
+            # A page or two, and the answers: not a replay per subscribe.
+            assert server.outboxes.pending(client.sid) <= 2 * LIMIT + flood
+            await client.read_until(lambda: all(a in client.acks for a in acks), "every answer")
+            assert [client.acks[a] for a in acks] == [{"ok": True}] * flood
+            await client.read_until(lambda: client.seqs(STREAM)[-1:] == seqs[-1:], "the stream")
+            assert client.seqs(STREAM)[-EVENTS:] == seqs
+            assert len(client.seqs(STREAM)) <= EVENTS + 2 * LIMIT
+        finally:
+            await client.close()
+
+    run(main())
+
+
 def test_a_member_that_falls_behind_catches_up_from_the_log_without_gap_or_duplicate(
     gateway: tuple[str, Gateway, str],
 ) -> None:

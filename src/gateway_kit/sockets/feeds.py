@@ -97,9 +97,17 @@ class RoomFeeds:
 
     async def join(self, sid: str, stream: str, cursor: Cursor) -> None:
         """Send `sid` what `stream` holds after `cursor`, then make it a member of the room."""
-        await self.leave(sid, stream)
         feed = await self._feed(stream)
+        # What sid had of the stream ends here, with no await before the new registration:
+        # of subscribes that overlap (a feed's start is awaited), the newest alone goes on.
+        previous = feed.joining.pop(sid, None)
+        if previous is not None:
+            previous.gone.set()
+        was_member = sid in feed.members
+        feed.members.discard(sid)
         joining = feed.joining[sid] = Joining(self.outboxes.limit)
+        if was_member:
+            await self.sio.leave_room(sid, room_of(stream))
         try:
             resume = await resume_point(self.log, cursor, known_head=feed.last, stream=stream)
             if resume.reset is not None:  # the same reset, and reasons, as over SSE
@@ -263,10 +271,17 @@ class RoomFeeds:
         self, sid: str, stream: str, after: int, upto: int, gone: asyncio.Event
     ) -> int:
         """Send `sid` the stream's events after `after` up to `upto`, a page at a time, each
-        once its writer took the one before; the last seq it has. `gone` is set when the
-        connection left or could not be sent to."""
+        once its writer has taken what was queued for it; the last seq it has. `gone` is set
+        when the connection left or could not be sent to."""
         while after < upto:
+            # Before each page, not only between pages: a subscribe repeated while the client
+            # reads nothing (each leaving the one before) must not queue a page apiece.
+            if not await self.outboxes.drained(sid, gone):
+                gone.set()
+                return after
             page = await self.log.aread(after=after, stream=stream, limit=self.page)
+            if gone.is_set():  # left while the page was read (a newer subscribe, say)
+                return after
             for event in page:
                 if event.seq > upto:
                     return upto
@@ -274,9 +289,6 @@ class RoomFeeds:
                 after = event.seq
             if len(page) < self.page:
                 return upto
-            if not await self.outboxes.drained(sid, gone):
-                gone.set()
-                return after
         return max(after, upto)
 
     async def _send(self, sid: str, message: dict[str, Any]) -> None:
