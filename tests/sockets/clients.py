@@ -159,10 +159,15 @@ class HandClient:
 
     async def subscribe(self, stream: str, after: int = 0) -> int:
         """Ask to subscribe, without waiting for the answer; the number of its ack."""
+        return await self.ask("subscribe", {"stream": stream, "after": after})
+
+    async def unsubscribe(self, stream: str) -> int:
+        return await self.ask("unsubscribe", {"stream": stream})
+
+    async def ask(self, name: str, data: dict[str, Any]) -> int:
         number = self._next_ack
         self._next_ack += 1
-        subscription = {"stream": stream, "after": after}
-        await self.ws.send(f"42{number}" + json.dumps(["subscribe", subscription]))
+        await self.ws.send(f"42{number}" + json.dumps([name, data]))
         return number
 
     async def read_until(self, condition: Callable[[], bool], what: str) -> None:

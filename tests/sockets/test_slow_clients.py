@@ -223,3 +223,31 @@ def test_a_client_that_reads_nothing_for_the_send_timeout_is_closed(
             await other.until(lambda: other.seqs(STREAM)[-1:] == later, "the next event")
 
     run(main())
+
+
+def test_subscribes_and_unsubscribes_sent_at_once_leave_presence_as_the_last_one_said(
+    gateway: tuple[str, Gateway, str],
+) -> None:
+    base, gw, token = gateway
+    server = sockets_of(gw)
+    append(gw.log, 0, 50)
+
+    async def main() -> None:
+        client = await hand_client(base, token)
+        try:
+            asked = []
+            for _ in range(20):  # switching conversations faster than the answers come
+                asked.append(await client.subscribe(STREAM, after=0))
+                asked.append(await client.unsubscribe(STREAM))
+            await client.read_until(lambda: all(a in client.acks for a in asked), "every answer")
+            watching = await asyncio.to_thread(server.presence.watching, STREAM)
+            assert watching["connections"] == [], watching
+            assert STREAM not in server.connections[client.sid].streams
+            feed = server.rooms.feeds.get(STREAM)
+            assert feed is None or (
+                client.sid not in feed.members and client.sid not in feed.joining
+            )
+        finally:
+            await client.close()
+
+    run(main())

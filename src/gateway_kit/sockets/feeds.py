@@ -280,9 +280,9 @@ class RoomFeeds:
                 gone.set()
                 return after
             page = await self.log.aread(after=after, stream=stream, limit=self.page)
-            if gone.is_set():  # left while the page was read (a newer subscribe, say)
-                return after
             for event in page:
+                if gone.is_set():  # it left meanwhile (a newer subscribe, say): each send waits
+                    return after
                 if event.seq > upto:
                     return upto
                 await self._send(sid, event.envelope())

@@ -72,12 +72,31 @@ NOT_CONNECTED = "this connection has no principal"
 
 @dataclass
 class Connection:
-    """What this process knows of one of its Socket.IO connections."""
+    """What this process knows of one of its Socket.IO connections.
+
+    Its subscribes and unsubscribes are handled concurrently, each awaiting on the way, yet the
+    last one the client sent for a stream has the last word: each takes a turn as it arrives,
+    and changes `streams` only while its turn is the newest; the room and the presence rows are
+    then brought to what `streams` says (presence under `lock`, one write at a time)."""
 
     sid: str
     connection_id: str
     principal: Principal
     streams: set[str] = field(default_factory=set)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _turns: dict[str, int] = field(default_factory=dict)  # streams with requests in flight
+
+    def take_turn(self, stream: str) -> int:
+        turn = self._turns.get(stream, 0) + 1
+        self._turns[stream] = turn
+        return turn
+
+    def newest(self, stream: str, turn: int) -> bool:
+        return self._turns.get(stream) == turn
+
+    def end_turn(self, stream: str, turn: int) -> None:
+        if self.newest(stream, turn):
+            del self._turns[stream]
 
 
 class SubscriptionRefused(Exception):
@@ -217,10 +236,12 @@ class SocketServer:
         connection = self.connections.pop(sid, None)
         if connection is None:
             return
-        for stream in connection.streams:
+        streams = list(connection.streams)  # requests in flight may still change the set
+        for stream in streams:
             await self.rooms.leave(sid, stream)
-        await asyncio.to_thread(self.presence.disconnected, connection.connection_id)
-        for stream in connection.streams:
+        async with connection.lock:  # after any presence write of a request in flight
+            await asyncio.to_thread(self.presence.disconnected, connection.connection_id)
+        for stream in streams:
             await self._announce(stream)
 
     def _still_valid(self, principals: list[Principal]) -> list[bool]:
@@ -261,26 +282,50 @@ class SocketServer:
         try:
             connection = self._connection(sid)
             stream, after = self._subscription(data)
-            if not await self.plugins.authorize_subscription(connection.principal, stream):
-                raise SubscriptionRefused(FORBIDDEN, NOT_YOURS.format(stream=stream))
         except SubscriptionRefused as refused:
             return refused.ack()
-        connection.streams.add(stream)
-        await self.rooms.join(sid, stream, after)
-        await asyncio.to_thread(self.presence.subscribed, connection.connection_id, stream)
-        await self._announce(stream)
-        return {"ok": True}
+        turn = connection.take_turn(stream)
+        try:
+            if not await self.plugins.authorize_subscription(connection.principal, stream):
+                return SubscriptionRefused(FORBIDDEN, NOT_YOURS.format(stream=stream)).ack()
+            if not connection.newest(stream, turn):
+                return {"ok": True}  # a later (un)subscribe of the stream has the last word
+            connection.streams.add(stream)
+            await self.rooms.join(sid, stream, after)
+            await self._settle(connection, stream)
+            return {"ok": True}
+        finally:
+            connection.end_turn(stream, turn)
 
     async def on_unsubscribe(self, sid: str, data: Any = None, *extra: Any) -> dict[str, Any]:
         connection = self.connections.get(sid)
         stream = data.get("stream") if isinstance(data, dict) else None
         if connection is None or not isinstance(stream, str):
             return SubscriptionRefused("invalid_subscription", BAD_SUBSCRIPTION).ack()
-        connection.streams.discard(stream)
-        await self.rooms.leave(sid, stream)
-        await asyncio.to_thread(self.presence.unsubscribed, connection.connection_id, stream)
+        turn = connection.take_turn(stream)
+        try:
+            connection.streams.discard(stream)
+            await self._settle(connection, stream)
+            return {"ok": True}
+        finally:
+            connection.end_turn(stream, turn)
+
+    async def _settle(self, connection: Connection, stream: str) -> None:
+        """Bring the stream's room and presence rows to what the connection's subscriptions
+        say now (requests that overlapped may have left either behind), and tell the room."""
+        sid = connection.sid
+        watching = stream in connection.streams and self.connections.get(sid) is connection
+        if not watching:
+            await self.rooms.leave(sid, stream)
+        async with connection.lock:
+            watching = stream in connection.streams and self.connections.get(sid) is connection
+            if watching:
+                await asyncio.to_thread(self.presence.subscribed, connection.connection_id, stream)
+            else:
+                await asyncio.to_thread(
+                    self.presence.unsubscribed, connection.connection_id, stream
+                )
         await self._announce(stream)
-        return {"ok": True}
 
     def _connection(self, sid: str) -> Connection:
         connection = self.connections.get(sid)
