@@ -133,6 +133,8 @@ class RoomFeeds:
             if event.seq > last:
                 await self._send(sid, event.envelope())
                 last = event.seq
+            if joining.gone.is_set():  # it left while a send waited
+                return
         # No await from the empty buffer to the room: the feed's next emit includes sid.
         feed.members.add(sid)
         await self.sio.enter_room(sid, room_of(feed.stream))
