@@ -16,9 +16,13 @@ START_TIMEOUT = 20.0
 
 
 @contextlib.contextmanager
-def serve_in_thread(app: Any, **config: Any) -> Iterator[str]:
-    """Serve `app` until the block ends; yields its base URL."""
+def serve_in_thread(app: Any, *, send_buffer: int | None = None, **config: Any) -> Iterator[str]:
+    """Serve `app` until the block ends; yields its base URL. `send_buffer` fixes the kernel's
+    send buffer of every connection (they inherit it from the listening socket), so that what
+    a client does not read stays in the server rather than in the machine's buffers."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    if send_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     sock.bind(("127.0.0.1", 0))
     options: dict[str, Any] = {"log_level": "warning", "lifespan": "on", **config}
     server = uvicorn.Server(uvicorn.Config(app, **options))

@@ -104,8 +104,8 @@ class Gateway:
     :param wsgi_workers: threads serving the WSGI app; each request holds one while it runs.
     :param ping_interval: seconds between ``: ping`` comments on an SSE stream.
     :param send_timeout: seconds one write to a client may take before it is disconnected
-        (noticed within a quarter of that again); for a Socket.IO client, seconds it may read
-        nothing of what waits for it.
+        (noticed within a quarter of that again); for a Socket.IO connection, seconds it may
+        take to send what it holds (a page and `queue_size` at most).
     :param queue_size: live events one SSE client may have waiting before it is disconnected
         (it then resumes by cursor; the others never wait for it); messages one Socket.IO
         connection may have waiting before it leaves its rooms, to catch up from the log once

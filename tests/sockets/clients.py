@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import socketio
 import websockets.asyncio.client
+import websockets.exceptions
 from websockets.asyncio.client import ClientConnection
 
 SOCKETIO_PATH = "gateway/socket.io"
@@ -193,6 +194,18 @@ class HandClient:
 
     def seqs(self, stream: str) -> list[int]:
         return [e["seq"] for e in self.events if e["stream"] == stream]
+
+    async def read_until_closed(self) -> None:
+        """Read until the gateway closes the connection; fails if it is still open after
+        `WAIT` seconds."""
+        try:
+            async with asyncio.timeout(WAIT):
+                async for message in self.ws:
+                    await self._take(message)
+        except websockets.exceptions.ConnectionClosed:
+            pass  # closed without a closing handshake: closed all the same
+        except TimeoutError:
+            raise AssertionError(f"still open after {WAIT:g} s") from None
 
     async def close(self) -> None:
         await self.ws.close()

@@ -4,6 +4,7 @@ log, and each still gets every event once, in order, once it reads again."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,12 +18,13 @@ from gateway_kit.sockets.server import SocketServer
 from ..identity.helpers import flask_app
 from ..serving import serve_in_thread
 from ..waiting import until
-from .clients import Client, HandClient, with_token
+from .clients import WAIT, Client, HandClient, with_token
 
 STREAM = "long-conversation"
 LIMIT = 40  # messages one connection may have waiting
-PAD = "x" * 16_000  # events big enough that a few hundred fill the sockets' buffers
+PAD = "x" * 16_000  # events big enough that a few fill the sockets' buffers
 EVENTS = 600
+SEND_BUFFER = 64 * 1024  # the server's per connection, whatever the machine's own settings
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ def gateway(log_url: str) -> Iterator[tuple[str, Gateway, str]]:
     _, token = ApiTokens(log).create("alice")
     gateway = Gateway(flask_app(log), log=log, queue_size=LIMIT, send_timeout=3.0)
     try:
-        with serve_in_thread(gateway) as base:
+        with serve_in_thread(gateway, send_buffer=SEND_BUFFER) as base:
             yield base, gateway, token
     finally:
         log.close()
@@ -206,15 +208,18 @@ def test_a_client_that_reads_nothing_for_the_send_timeout_is_closed(
             eio_sid = server.sio.manager.eio_sid_from_sid(client.sid, "/")
             eio_socket = server.sio.eio.sockets[eio_sid]  # python-engineio's, with its queue
             await client.subscribe(STREAM, after=0)
-            # It is closed, and what waited for it is let go.
+            # It is closed, and what waited for it is let go: only the goodbye and the writer's
+            # end mark are left.
             await until(
-                lambda: client.sid not in server.connections and eio_socket.queue.empty(),
+                lambda: client.sid not in server.connections and eio_socket.queue.qsize() <= 2,
                 timeout=15.0,
                 failure=lambda: "the client that reads nothing is still connected",
             )
             assert STREAM not in server.rooms.feeds or (
                 client.sid not in server.rooms.feeds[STREAM].joining
             )
+            # When it reads again it gets what was on its way, then the goodbye at once.
+            await client.read_until_closed()
             # Its presence is gone with it.
             watching = await asyncio.to_thread(server.presence.watching, STREAM)
             assert len(watching["connections"]) == 1, watching
@@ -249,5 +254,104 @@ def test_subscribes_and_unsubscribes_sent_at_once_leave_presence_as_the_last_one
             )
         finally:
             await client.close()
+
+    run(main())
+
+
+class Gate:
+    """Holds up the first `authorize_subscription` of the served gateway until opened."""
+
+    def __init__(self, server: SocketServer) -> None:
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+        self.left = threading.Event()
+        authorize = server.plugins.authorize_subscription
+        calls = 0
+
+        async def held(principal: Any, stream: str) -> bool:
+            nonlocal calls
+            calls += 1
+            if calls > 1:
+                return await authorize(principal, stream)
+            self.entered.set()
+            await asyncio.to_thread(self.opened.wait, WAIT)
+            try:
+                return await authorize(principal, stream)
+            finally:
+                self.left.set()
+
+        server.plugins.authorize_subscription = held  # type: ignore[method-assign]
+
+    async def wait_entered(self) -> None:
+        assert await asyncio.to_thread(self.entered.wait, WAIT), "nobody asked to subscribe"
+
+    async def wait_left(self) -> None:
+        assert await asyncio.to_thread(self.left.wait, WAIT), "the held one was not answered"
+
+
+def test_a_subscribe_still_authorizing_does_not_undo_the_requests_sent_after_it(
+    gateway: tuple[str, Gateway, str],
+) -> None:
+    base, gw, token = gateway
+    server = sockets_of(gw)
+    seqs = append(gw.log, 0, EVENTS)
+    cursor = seqs[99]
+    parked = parked_replays(server)
+    gate = Gate(server)
+
+    async def main() -> None:
+        client = await hand_client(base, token)
+        try:
+            await client.subscribe(STREAM, after=0)  # held in its authorization
+            await gate.wait_entered()
+            leaving = await client.unsubscribe(STREAM)
+            await client.read_until(lambda: leaving in client.acks, "the unsubscribe's answer")
+            await client.subscribe(STREAM, after=cursor)  # the last word
+            # Its replay waits for the client to read when the first one's authorization ends.
+            await until(
+                lambda: (
+                    any(p for sid, p in parked if sid == client.sid)
+                    and server.outboxes.pending(client.sid) > 0
+                ),
+                failure=lambda: "the last subscribe's replay never waited for the client",
+            )
+            gate.opened.set()
+            await gate.wait_left()
+            await client.read_until(lambda: len(client.acks) == 3, "every answer")
+            assert list(client.acks.values()) == [{"ok": True}] * 3
+            await client.read_until(lambda: client.seqs(STREAM)[-1:] == seqs[-1:], "the stream")
+            later = append(gw.log, EVENTS, 1)
+            await client.read_until(lambda: client.seqs(STREAM)[-1:] == later, "a live event")
+            assert client.seqs(STREAM) == seqs[100:] + later  # from the last cursor, once each
+        finally:
+            await client.close()
+
+    run(main())
+
+
+def test_a_connection_gone_while_its_subscribe_was_authorized_leaves_no_feed_behind(
+    gateway: tuple[str, Gateway, str],
+) -> None:
+    base, gw, token = gateway
+    server = sockets_of(gw)
+    head = append(gw.log, 0, 3)[-1]
+    gate = Gate(server)
+
+    async def main() -> None:
+        client = await hand_client(base, token)
+        await client.subscribe(STREAM, after=head)  # nothing to replay: straight into the room
+        await gate.wait_entered()
+        await client.close()
+        await until(
+            lambda: client.sid not in server.connections,
+            failure=lambda: "the closed connection is still known",
+        )
+        gate.opened.set()  # the subscribe goes on for a connection that is gone
+        await until(
+            lambda: STREAM not in server.rooms.feeds,
+            failure=lambda: "a feed still runs for a connection that is gone",
+        )
+        watching = await asyncio.to_thread(server.presence.watching, STREAM)
+        assert watching["connections"] == []
 
     run(main())

@@ -95,9 +95,16 @@ class RoomFeeds:
         self._starting: dict[str, asyncio.Future[RoomFeed]] = {}
         self._catching_up: set[asyncio.Task[None]] = set()
 
-    async def join(self, sid: str, stream: str, cursor: Cursor) -> None:
-        """Send `sid` what `stream` holds after `cursor`, then make it a member of the room."""
+    async def join(
+        self, sid: str, stream: str, cursor: Cursor, wanted: Callable[[], bool] = lambda: True
+    ) -> None:
+        """Send `sid` what `stream` holds after `cursor`, then make it a member of the room;
+        unless `wanted()` says no once the stream's feed has started (the connection
+        unsubscribed or left meanwhile)."""
         feed = await self._feed(stream)
+        if not wanted():
+            self._joined(feed, sid, None)
+            return
         # What sid had of the stream ends here, with no await before the new registration:
         # of subscribes that overlap (a feed's start is awaited), the newest alone goes on.
         previous = feed.joining.pop(sid, None)
@@ -123,21 +130,23 @@ class RoomFeeds:
         while True:
             upto = feed.last  # the log has everything up to here; the buffer what follows
             last = await self._replay(sid, feed.stream, last, upto, joining.gone)
+            while joining.buffer and not joining.gone.is_set():
+                event = joining.buffer.popleft()
+                if event.seq > last:
+                    await self._send(sid, event.envelope())  # waits: the room emits meanwhile
+                    last = event.seq
             if joining.gone.is_set():
                 return
             if not joining.overflowed:
                 break
             joining.overflowed = False  # what the buffer dropped is in the log by now
-        while joining.buffer:
-            event = joining.buffer.popleft()
-            if event.seq > last:
-                await self._send(sid, event.envelope())
-                last = event.seq
-            if joining.gone.is_set():  # it left while a send waited
-                return
         # No await from the empty buffer to the room: the feed's next emit includes sid.
         feed.members.add(sid)
-        await self.sio.enter_room(sid, room_of(feed.stream))
+        try:
+            await self.sio.enter_room(sid, room_of(feed.stream))
+        except (KeyError, ValueError):  # it disconnected meanwhile: no room to enter
+            feed.members.discard(sid)
+            joining.gone.set()
 
     def _catch_up(self, feed: RoomFeed, sid: str) -> None:
         """`sid`, out of the room, joins again from the last seq it was sent once its writer
@@ -156,9 +165,9 @@ class RoomFeeds:
         self._catching_up.add(task)
         task.add_done_callback(self._catching_up.discard)
 
-    def _joined(self, feed: RoomFeed, sid: str, joining: Joining) -> None:
+    def _joined(self, feed: RoomFeed, sid: str, joining: Joining | None) -> None:
         """`sid` is done joining: a member now, or gone; a feed nobody is left on stops."""
-        if feed.joining.get(sid) is joining:
+        if joining is not None and feed.joining.get(sid) is joining:
             del feed.joining[sid]
         if not feed.members and not feed.joining:
             self._stop(feed)

@@ -6,8 +6,9 @@ writer takes them from that queue only as fast as the client reads. A client tha
 as much of it as it is sent. So the room feeds look at that queue: a replay waits for the
 writer to take one page before it reads the next, and a member whose queue outgrows the limit
 leaves the room and catches up from the log once its writer has taken what it holds (the same
-limit and timeout as an SSE client's). A connection whose writer takes nothing within the
-timeout is disconnected, and its client reconnects with its cursor.
+limit and timeout as an SSE client's). A connection whose writer cannot send what it holds
+(a page and the limit at most) within the timeout is closed, and its client reconnects with its
+cursor.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import contextlib
 import logging
 from typing import Any
 
+from engineio import packet as engineio_packet
+
 logger = logging.getLogger("gateway_kit.sockets")
 
 NAMESPACE = "/"
@@ -25,7 +28,8 @@ NAMESPACE = "/"
 class Outboxes:
     """:param sio: the Socket.IO server whose connections' queues are looked at.
     :param limit: messages one connection may have waiting before it is fed from the log.
-    :param timeout: seconds a connection's writer may take to take what waits for it.
+    :param timeout: seconds a connection's writer may take to send what it holds and come
+        back for what waits.
     """
 
     def __init__(self, sio: Any, *, limit: int, timeout: float) -> None:
@@ -43,8 +47,9 @@ class Outboxes:
 
     async def drained(self, sid: str, gone: asyncio.Event) -> bool:
         """Wait until `sid`'s writer has taken every message queued for it. False when the
-        connection ended or `gone` was set first, or when the writer took nothing within the
-        timeout: that connection is closed."""
+        connection ended or `gone` was set first, or when the writer did not come back for them
+        within the timeout (it was still sending what it took before): that connection is
+        closed."""
         socket = self._socket(sid)
         if socket is None or gone.is_set():
             return False
@@ -67,20 +72,23 @@ class Outboxes:
     async def _close(self, sid: str, socket: Any) -> None:
         queue: asyncio.Queue[Any] = socket.queue
         logger.info(
-            "closing socket %s: its client took none of its %d waiting messages in %g s",
+            "closing socket %s: its client read too little to take its %d waiting messages in %g s",
             sid,
             queue.qsize(),
             self.timeout,
         )
-        # Closed without a goodbye (it would wait behind the rest): the server's disconnect
-        # handlers run now, and the client, once it reads again, reconnects with its cursor.
+        # Closed at once: the server's disconnect handlers run now, not after the client has
+        # read what waits for it.
         with contextlib.suppress(Exception):
             await socket.close(wait=False, abort=True)
-        # What waits is for a client that will never be sent it: let it go now, not when the
-        # transport's keep-alive finds the connection dead.
+        # What waits is let go now, and engine.io's goodbye takes its place: the writer sends
+        # it once the client reads again (the client then reconnects with its cursor), and
+        # ends, closing the websocket.
         while not queue.empty():
             queue.get_nowait()
             queue.task_done()
+        queue.put_nowait(engineio_packet.Packet(engineio_packet.CLOSE))
+        queue.put_nowait(None)
 
     def _socket(self, sid: str) -> Any:
         """python-engineio's socket under the Socket.IO connection `sid`, while it is open."""

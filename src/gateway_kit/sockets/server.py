@@ -85,11 +85,12 @@ class Connection:
     streams: set[str] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _turns: dict[str, int] = field(default_factory=dict)  # streams with requests in flight
+    _taken: int = 0  # turns are never given twice: an old request never passes for a new one
 
     def take_turn(self, stream: str) -> int:
-        turn = self._turns.get(stream, 0) + 1
-        self._turns[stream] = turn
-        return turn
+        self._taken += 1
+        self._turns[stream] = self._taken
+        return self._taken
 
     def newest(self, stream: str, turn: int) -> bool:
         return self._turns.get(stream) == turn
@@ -125,8 +126,8 @@ class SocketServer:
         that a logout noted in this process is seen at once (a new one reads the database).
     :param queue_size: messages one connection may have waiting; beyond, it leaves its rooms
         and catches up from the log once its client has read them.
-    :param send_timeout: seconds a connection's client may read nothing of what waits for it
-        before it is closed.
+    :param send_timeout: seconds a connection may take to send what it holds (a page and
+        `queue_size` at most) before it is closed.
     """
 
     def __init__(
@@ -291,8 +292,12 @@ class SocketServer:
             if not connection.newest(stream, turn):
                 return {"ok": True}  # a later (un)subscribe of the stream has the last word
             connection.streams.add(stream)
-            await self.rooms.join(sid, stream, after)
-            await self._settle(connection, stream)
+            try:
+                await self.rooms.join(
+                    sid, stream, after, wanted=lambda: self._watching(connection, stream)
+                )
+            finally:
+                await self._settle(connection, stream)
             return {"ok": True}
         finally:
             connection.end_turn(stream, turn)
@@ -313,19 +318,20 @@ class SocketServer:
     async def _settle(self, connection: Connection, stream: str) -> None:
         """Bring the stream's room and presence rows to what the connection's subscriptions
         say now (requests that overlapped may have left either behind), and tell the room."""
-        sid = connection.sid
-        watching = stream in connection.streams and self.connections.get(sid) is connection
-        if not watching:
-            await self.rooms.leave(sid, stream)
+        if not self._watching(connection, stream):
+            await self.rooms.leave(connection.sid, stream)
         async with connection.lock:
-            watching = stream in connection.streams and self.connections.get(sid) is connection
-            if watching:
+            if self._watching(connection, stream):
                 await asyncio.to_thread(self.presence.subscribed, connection.connection_id, stream)
             else:
                 await asyncio.to_thread(
                     self.presence.unsubscribed, connection.connection_id, stream
                 )
         await self._announce(stream)
+
+    def _watching(self, connection: Connection, stream: str) -> bool:
+        """Whether the connection is still here and subscribed to the stream."""
+        return stream in connection.streams and self.connections.get(connection.sid) is connection
 
     def _connection(self, sid: str) -> Connection:
         connection = self.connections.get(sid)
