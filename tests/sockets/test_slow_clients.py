@@ -86,6 +86,14 @@ def parked_replays(server: SocketServer) -> list[tuple[str, int]]:
     return parked
 
 
+async def replay_waits(server: SocketServer, parked: list[tuple[str, int]], sid: str) -> None:
+    """Until a replay to `sid` waits for its client to read, with messages queued for it."""
+    await until(
+        lambda: any(p for s, p in parked if s == sid) and server.outboxes.pending(sid) > 0,
+        failure=lambda: "no replay waited for the client that reads nothing",
+    )
+
+
 def run(body: Any) -> Any:
     return asyncio.run(body)
 
@@ -103,13 +111,7 @@ def test_a_replay_to_a_client_that_stops_reading_holds_a_page_not_the_stream(
         try:
             ack = await client.subscribe(STREAM, after=0)
             # The client reads nothing: once the sockets' buffers are full, the replay waits.
-            await until(
-                lambda: (
-                    any(p for sid, p in parked if sid == client.sid)
-                    and server.outboxes.pending(client.sid) > 0
-                ),
-                failure=lambda: "the replay never waited for the client that reads nothing",
-            )
+            await replay_waits(server, parked, client.sid)
             assert server.outboxes.pending(client.sid) <= LIMIT
             assert all(pending <= LIMIT for _, pending in parked)
             # Once it reads, it gets the whole stream once, in order, then its answer.
@@ -140,13 +142,7 @@ def test_a_flood_of_subscriptions_to_a_long_stream_holds_one_replay(
         try:
             # Each subscribe leaves the one before; only the newest replay goes on.
             acks = [await client.subscribe(STREAM, after=0) for _ in range(flood)]
-            await until(
-                lambda: (
-                    any(p for sid, p in parked if sid == client.sid)
-                    and server.outboxes.pending(client.sid) > 0
-                ),
-                failure=lambda: "the replay never waited for the client that reads nothing",
-            )
+            await replay_waits(server, parked, client.sid)
             # A page or two, and the answers: not a replay per subscribe.
             assert server.outboxes.pending(client.sid) <= 2 * LIMIT + flood
             await client.read_until(lambda: all(a in client.acks for a in acks), "every answer")
@@ -308,13 +304,7 @@ def test_a_subscribe_still_authorizing_does_not_undo_the_requests_sent_after_it(
             await client.read_until(lambda: leaving in client.acks, "the unsubscribe's answer")
             await client.subscribe(STREAM, after=cursor)  # the last word
             # Its replay waits for the client to read when the first one's authorization ends.
-            await until(
-                lambda: (
-                    any(p for sid, p in parked if sid == client.sid)
-                    and server.outboxes.pending(client.sid) > 0
-                ),
-                failure=lambda: "the last subscribe's replay never waited for the client",
-            )
+            await replay_waits(server, parked, client.sid)
             gate.opened.set()
             await gate.wait_left()
             await client.read_until(lambda: len(client.acks) == 3, "every answer")
