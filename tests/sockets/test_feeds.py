@@ -64,7 +64,6 @@ class FakeSio:
         if hold is not None and to is not None:
             hold.reached.set()
             await hold.released.wait()
-        await asyncio.sleep(0)  # python-socketio's emits wait for their send tasks
 
     async def enter_room(self, sid: str, room: str) -> None:
         self.rooms.setdefault(room, set()).add(sid)

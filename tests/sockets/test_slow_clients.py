@@ -54,22 +54,27 @@ def append(log: EventLog, first: int, count: int) -> list[int]:
     return [e.seq for e in events]
 
 
-async def hand_client(base: str, token: str) -> HandClient:
-    return await HandClient.connect(base, await with_token(base, token).ticket())
+@asynccontextmanager
+async def hand_client(base: str, token: str) -> AsyncIterator[HandClient]:
+    """A connection of alice's that reads only when told, closed when the block ends."""
+    client = await HandClient.connect(base, await with_token(base, token).ticket())
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 @asynccontextmanager
 async def slow_and_steady(base: str, token: str) -> AsyncIterator[tuple[HandClient, Client]]:
     """Two connections of one user: one that reads only when told, and a python-socketio
     client that reads all the time."""
-    slow = await hand_client(base, token)
-    steady = with_token(base, token)
-    try:
-        await steady.connect()
-        yield slow, steady
-    finally:
-        await slow.close()
-        await steady.sio.disconnect()
+    async with hand_client(base, token) as slow:
+        steady = with_token(base, token)
+        try:
+            await steady.connect()
+            yield slow, steady
+        finally:
+            await steady.sio.disconnect()
 
 
 def parked_replays(server: SocketServer) -> list[tuple[str, int]]:
@@ -107,8 +112,7 @@ def test_a_replay_to_a_client_that_stops_reading_holds_a_page_not_the_stream(
     parked = parked_replays(server)
 
     async def main() -> None:
-        client = await hand_client(base, token)
-        try:
+        async with hand_client(base, token) as client:
             ack = await client.subscribe(STREAM, after=0)
             # The client reads nothing: once the sockets' buffers are full, the replay waits.
             await replay_waits(server, parked, client.sid)
@@ -122,8 +126,6 @@ def test_a_replay_to_a_client_that_stops_reading_holds_a_page_not_the_stream(
             later = append(gw.log, EVENTS, 1)
             await client.read_until(lambda: client.seqs(STREAM)[-1] == later[0], "live event")
             assert client.seqs(STREAM) == seqs + later
-        finally:
-            await client.close()
 
     run(main())
 
@@ -138,8 +140,7 @@ def test_a_flood_of_subscriptions_to_a_long_stream_holds_one_replay(
     flood = 30
 
     async def main() -> None:
-        client = await hand_client(base, token)
-        try:
+        async with hand_client(base, token) as client:
             # Each subscribe leaves the one before; only the newest replay goes on.
             acks = [await client.subscribe(STREAM, after=0) for _ in range(flood)]
             await replay_waits(server, parked, client.sid)
@@ -150,8 +151,6 @@ def test_a_flood_of_subscriptions_to_a_long_stream_holds_one_replay(
             await client.read_until(lambda: client.seqs(STREAM)[-1:] == seqs[-1:], "the stream")
             assert client.seqs(STREAM)[-EVENTS:] == seqs
             assert len(client.seqs(STREAM)) <= EVENTS + 2 * LIMIT
-        finally:
-            await client.close()
 
     run(main())
 
@@ -234,8 +233,7 @@ def test_subscribes_and_unsubscribes_sent_at_once_leave_presence_as_the_last_one
     append(gw.log, 0, 50)
 
     async def main() -> None:
-        client = await hand_client(base, token)
-        try:
+        async with hand_client(base, token) as client:
             asked = []
             for _ in range(20):  # switching conversations faster than the answers come
                 asked.append(await client.subscribe(STREAM, after=0))
@@ -248,8 +246,6 @@ def test_subscribes_and_unsubscribes_sent_at_once_leave_presence_as_the_last_one
             assert feed is None or (
                 client.sid not in feed.members and client.sid not in feed.joining
             )
-        finally:
-            await client.close()
 
     run(main())
 
@@ -296,8 +292,7 @@ def test_a_subscribe_still_authorizing_does_not_undo_the_requests_sent_after_it(
     gate = Gate(server)
 
     async def main() -> None:
-        client = await hand_client(base, token)
-        try:
+        async with hand_client(base, token) as client:
             await client.subscribe(STREAM, after=0)  # held in its authorization
             await gate.wait_entered()
             leaving = await client.unsubscribe(STREAM)
@@ -313,8 +308,6 @@ def test_a_subscribe_still_authorizing_does_not_undo_the_requests_sent_after_it(
             later = append(gw.log, EVENTS, 1)
             await client.read_until(lambda: client.seqs(STREAM)[-1:] == later, "a live event")
             assert client.seqs(STREAM) == seqs[100:] + later  # from the last cursor, once each
-        finally:
-            await client.close()
 
     run(main())
 
@@ -328,10 +321,9 @@ def test_a_connection_gone_while_its_subscribe_was_authorized_leaves_no_feed_beh
     gate = Gate(server)
 
     async def main() -> None:
-        client = await hand_client(base, token)
-        await client.subscribe(STREAM, after=head)  # nothing to replay: straight into the room
-        await gate.wait_entered()
-        await client.close()
+        async with hand_client(base, token) as client:
+            await client.subscribe(STREAM, after=head)  # nothing to replay: into the room
+            await gate.wait_entered()
         await until(
             lambda: client.sid not in server.connections,
             failure=lambda: "the closed connection is still known",
