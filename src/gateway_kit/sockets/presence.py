@@ -51,6 +51,14 @@ DEAD_CONNECTIONS = sa.select(socket_connections.c.connection_id).where(
 )
 
 
+# Subscriptions change on every (un)subscribe: written on the log's writer connection (none
+# is opened per write) with statements built once.
+UNSUBSCRIBE = socket_subscriptions.delete().where(
+    socket_subscriptions.c.connection_id == sa.bindparam("connection_id"),
+    socket_subscriptions.c.stream == sa.bindparam("stream"),
+)
+
+
 @functools.cache
 def _subscribe_statement(dialect: str) -> sa.Insert:
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
@@ -121,13 +129,7 @@ class Presence:
         self.log.write(_subscribe_statement(self.log.dialect), params)
 
     def unsubscribed(self, connection_id: str, stream: str) -> None:
-        with self.log.engine.begin() as conn:
-            conn.execute(
-                socket_subscriptions.delete().where(
-                    socket_subscriptions.c.connection_id == connection_id,
-                    socket_subscriptions.c.stream == stream,
-                )
-            )
+        self.log.write(UNSUBSCRIBE, {"connection_id": connection_id, "stream": stream})
 
     def watching(self, stream: str) -> dict[str, Any]:
         """Who watches `stream` now: each user with their number of connections, and each
