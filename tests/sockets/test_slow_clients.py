@@ -99,6 +99,14 @@ async def replay_waits(server: SocketServer, parked: list[tuple[str, int]], sid:
     )
 
 
+async def receives_live(client: HandClient, log: EventLog, before: list[int]) -> None:
+    """`client` is in the stream's room: an event appended now reaches it, after exactly the
+    seqs `before`."""
+    later = log.append(STREAM, "Message", {"n": "live"})
+    await client.read_until(lambda: client.seqs(STREAM)[-1:] == [later.seq], "a live event")
+    assert client.seqs(STREAM) == [*before, later.seq]
+
+
 def run(body: Any) -> Any:
     return asyncio.run(body)
 
@@ -123,9 +131,7 @@ def test_a_replay_to_a_client_that_stops_reading_holds_a_page_not_the_stream(
             assert client.acks[ack] == {"ok": True}
             assert client.seqs(STREAM) == seqs
             # And it is a member of the room: what is appended now reaches it live.
-            later = append(gw.log, EVENTS, 1)
-            await client.read_until(lambda: client.seqs(STREAM)[-1] == later[0], "live event")
-            assert client.seqs(STREAM) == seqs + later
+            await receives_live(client, gw.log, seqs)
 
     run(main())
 
@@ -183,9 +189,7 @@ def test_a_member_that_falls_behind_catches_up_from_the_log_without_gap_or_dupli
                 lambda: slow.sid in feed.members,
                 failure=lambda: "the caught-up connection is not back in the room",
             )
-            later = append(gw.log, 400, 1)
-            await slow.read_until(lambda: slow.seqs(STREAM)[-1] == later[0], "live event")
-            assert slow.seqs(STREAM) == seqs + later
+            await receives_live(slow, gw.log, seqs)
 
     run(main())
 
@@ -305,9 +309,7 @@ def test_a_subscribe_still_authorizing_does_not_undo_the_requests_sent_after_it(
             await client.read_until(lambda: len(client.acks) == 3, "every answer")
             assert list(client.acks.values()) == [{"ok": True}] * 3
             await client.read_until(lambda: client.seqs(STREAM)[-1:] == seqs[-1:], "the stream")
-            later = append(gw.log, EVENTS, 1)
-            await client.read_until(lambda: client.seqs(STREAM)[-1:] == later, "a live event")
-            assert client.seqs(STREAM) == seqs[100:] + later  # from the last cursor, once each
+            await receives_live(client, gw.log, seqs[100:])  # from the last cursor, once each
 
     run(main())
 
