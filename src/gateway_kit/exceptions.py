@@ -9,7 +9,8 @@ The tree::
     │   ├── InvalidEvent          bad stream/type/data: nothing was written
     │   │   └── PayloadTooLarge   encoded data above the configured limit
     │   ├── InvalidCursor         a cursor that is negative or not an integer
-    │   └── LogClosed             the log was closed
+    │   ├── LogClosed             the log was closed
+    │   └── DatabaseUnavailable   the database cannot be reached now (HTTP 503, try again)
     ├── InvalidCredential         a user id, scope or token text that cannot be stored
     ├── RunError
     │   ├── RunConflict           the stream already has an active run (HTTP 409)
@@ -62,6 +63,10 @@ class InvalidCursor(EventLogError, ValueError):
 
 class LogClosed(EventLogError):
     pass
+
+
+class DatabaseUnavailable(EventLogError):
+    """The database cannot be reached now; the same call may succeed once it is back."""
 
 
 class RunError(GatewayKitError):

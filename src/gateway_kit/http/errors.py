@@ -19,6 +19,7 @@ PAYLOAD_TOO_LARGE = "payload_too_large"
 UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
 UNAUTHENTICATED = "unauthenticated"
 FORBIDDEN = "forbidden"
+DATABASE_UNAVAILABLE = "database_unavailable"
 
 JSON_TYPE = (b"content-type", b"application/json")
 NO_STORE = (b"cache-control", b"no-store")
