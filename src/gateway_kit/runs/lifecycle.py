@@ -433,7 +433,10 @@ class RunLifecycle:
         self, run: Run, type: str, data: dict[str, Any], status: RunStatus
     ) -> Event | None:
         """End a run the gateway stopped waiting for (`RunDeadlines`), unless it has ended."""
-        async with self._lock(run.run_id):
+        lock = self._lock(run.run_id)
+        if lock.locked():
+            return None  # being decided here (its guards, say): not hanging on goose
+        async with lock:
             current = await asyncio.to_thread(self.store.get, run.run_id)
             if current is None or not current.active:
                 return None
