@@ -58,6 +58,13 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("legacy_socket_token_path", "api/socket-token"),
         ("socket_origins", "https://app.example.com"),
         ("socket_origins", ["app.example.com"]),
+        ("reply_timeout", 0),
+        ("reply_timeout", float("inf")),
+        ("cancel_deadline", -1),
+        ("cancel_deadline", "30"),
+        ("max_run_duration", 0),
+        ("max_run_duration", float("nan")),
+        ("max_run_duration", True),
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

@@ -18,6 +18,7 @@ from .exceptions import (
     UpstreamBadRequest,
     UpstreamError,
     UpstreamHTTPError,
+    UpstreamTimeout,
     UpstreamTooFarBehind,
     UpstreamUnavailable,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "UpstreamBadRequest",
     "UpstreamError",
     "UpstreamHTTPError",
+    "UpstreamTimeout",
     "UpstreamTooFarBehind",
     "UpstreamUnavailable",
     "WrappedApp",

@@ -18,6 +18,7 @@ The tree::
     │   └── RunNotFound           no run with that id (HTTP 404)
     └── UpstreamError             talking to goose failed
         ├── UpstreamUnavailable   goose could not be reached (connect error, timeout)
+        │   └── UpstreamTimeout   goose did not answer within the gateway's bound (HTTP 504)
         ├── UpstreamTooFarBehind  the events cursor fell out of goose's replay buffer
         └── UpstreamHTTPError     goose answered with an error status (``status``, ``message``)
             ├── UpstreamAuthError     401: wrong or missing X-Secret-Key
@@ -90,6 +91,10 @@ class UpstreamError(GatewayKitError):
 
 
 class UpstreamUnavailable(UpstreamError):
+    pass
+
+
+class UpstreamTimeout(UpstreamUnavailable):
     pass
 
 

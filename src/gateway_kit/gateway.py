@@ -19,7 +19,7 @@ from .http.middleware import Middleware
 from .http.mount import Mount
 from .identity import FlaskSessionReader, IdentityMiddleware
 from .log import EventLog
-from .runs.lifecycle import LifecycleSettings, RunLifecycle
+from .runs.lifecycle import LifecycleSettings, RunLifecycle, with_limits
 from .runs.routes import RunRoutes
 from .runs.service import RunService
 from .runs.store import RunStore
@@ -121,6 +121,15 @@ class Gateway:
     :param owned_run_sweep_interval: how often this process looks for runs the app writes
         itself (`owned_run`) whose process died, and ends them with an `Error`.
     :param working_dir: the working directory of the goose sessions this gateway starts.
+    :param reply_timeout: seconds goose may take to answer a run's `reply` (15 by default; it
+        answers at once and works in the background): a start past it is a 504 and its run
+        ends failed.
+    :param cancel_deadline: seconds goose's `Finish` may take after a cancel (30 by default);
+        then the gateway ends the run as cancelled itself, and the stream takes a new run.
+    :param max_run_duration: seconds a run may go on (3600 by default, ``float("inf")`` for
+        no limit); then the gateway cancels goose's request and ends the run with an `Error`.
+        These three, when given, take the place of `lifecycle_settings`' own; both deadlines
+        are measured from the times in the database, so they hold across restarts.
     """
 
     def __init__(
@@ -156,6 +165,9 @@ class Gateway:
         pump_scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
         owned_run_sweep_interval: float = DEFAULT_OWNED_RUN_SWEEP_INTERVAL,
         working_dir: str = DEFAULT_WORKING_DIR,
+        reply_timeout: float | None = None,
+        cancel_deadline: float | None = None,
+        max_run_duration: float | None = None,
     ) -> None:
         self.settings = GatewaySettings(
             prefix=prefix,
@@ -173,6 +185,9 @@ class Gateway:
             ticket_rate=ticket_rate,
             legacy_socket_token_path=legacy_socket_token_path,
             socket_origins=tuple(socket_origins) if socket_origins is not None else None,
+            reply_timeout=reply_timeout,
+            cancel_deadline=cancel_deadline,
+            max_run_duration=max_run_duration,
         )
         self.log = log
         self.upstream = upstream
@@ -211,7 +226,12 @@ class Gateway:
                 store=store,
                 upstream=upstream,
                 plugins=self.plugins,
-                settings=lifecycle_settings,
+                settings=with_limits(
+                    lifecycle_settings,
+                    reply_timeout=self.settings.reply_timeout,
+                    cancel_deadline=self.settings.cancel_deadline,
+                    max_run_duration=self.settings.max_run_duration,
+                ),
                 working_dir=self.settings.working_dir,
             )
             self.pumps = PumpManager(

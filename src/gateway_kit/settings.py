@@ -37,6 +37,13 @@ DEFAULT_WORKING_DIR = "."
 DEFAULT_TICKET_TTL = 30.0
 DEFAULT_TICKET_RATE = (20, 10.0)  # tickets per credential, per seconds
 DEFAULT_LEGACY_SOCKET_TOKEN_PATH = "/api/socket-token"
+# goose answers `reply` at once and works in the background: a start waits this long at most.
+DEFAULT_REPLY_TIMEOUT = 15.0
+# After a cancel, goose's Finish is awaited this long; then the gateway ends the run itself.
+DEFAULT_CANCEL_DEADLINE = 30.0
+# A run still going this long is cancelled at goose and ended with an Error (inf: no limit).
+DEFAULT_MAX_RUN_DURATION = 3600.0
+NOT_DURATION = "{name} must be a positive number of seconds (inf for no limit), got {value!r}"
 BAD_TICKET_RATE = (
     "ticket_rate must be (a positive number of tickets, a positive number of seconds), "
     "got {value!r}"
@@ -89,6 +96,18 @@ def _positive_integer(name: str, value: object) -> None:
         raise SettingsError(NOT_POSITIVE_INTEGER.format(name=name, value=value))
 
 
+def check_seconds(name: str, value: object) -> None:
+    """A positive, finite number of seconds; `SettingsError` naming the setting otherwise."""
+    _positive_number(name, value)
+
+
+def check_duration(name: str, value: object) -> None:
+    """A positive number of seconds, or infinity for no limit."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (number and value > 0):  # type: ignore[operator]  # NaN fails this too
+        raise SettingsError(NOT_DURATION.format(name=name, value=value))
+
+
 def _origin(value: object) -> bool:
     return (
         isinstance(value, str)
@@ -123,6 +142,10 @@ class GatewaySettings:
     ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE
     legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH
     socket_origins: tuple[str, ...] | None = None
+    # None: as `lifecycle_settings` says (its defaults are the DEFAULT_* above).
+    reply_timeout: float | None = None
+    cancel_deadline: float | None = None
+    max_run_duration: float | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -165,6 +188,11 @@ class GatewaySettings:
             if isinstance(origins, str) or not all(_origin(o) for o in origins):
                 raise SettingsError(BAD_ORIGINS.format(value=origins))
             set_(self, "socket_origins", tuple(origins))
+        for name in ("reply_timeout", "cancel_deadline"):
+            if getattr(self, name) is not None:
+                _positive_number(name, getattr(self, name))
+        if self.max_run_duration is not None:
+            check_duration("max_run_duration", self.max_run_duration)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

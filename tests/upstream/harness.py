@@ -12,7 +12,7 @@ import respx
 
 from gateway_kit import Event, EventLog
 from gateway_kit.hooks import Plugins
-from gateway_kit.runs.lifecycle import RunLifecycle
+from gateway_kit.runs.lifecycle import LifecycleSettings, RunLifecycle
 from gateway_kit.runs.model import Run
 from gateway_kit.runs.service import RunService
 from gateway_kit.runs.store import RunStore
@@ -101,9 +101,16 @@ class Harness:
 
 @contextlib.asynccontextmanager
 async def harness(
-    log_url: str, *, plugins: Sequence[object] = (), **fake_options: Any
+    log_url: str,
+    *,
+    plugins: Sequence[object] = (),
+    goose: type[FakeGoose] = FakeGoose,
+    settings: PumpSettings = FAST,
+    lifecycle_settings: LifecycleSettings | None = None,
+    **fake_options: Any,
 ) -> AsyncIterator[Harness]:
-    fake = FakeGoose(ping_interval=0.05, **fake_options)
+    """`goose`: the fake's class (a hostile one); `settings`: the pumps' timings."""
+    fake = goose(ping_interval=0.05, **fake_options)
     log = EventLog(log_url)
     store = RunStore(log.engine, reader=log)
     client = httpx.AsyncClient()
@@ -112,9 +119,11 @@ async def harness(
         with respx.mock(assert_all_called=False) as router:
             fake.mock(router, base_url=GOOSE_URL)
             upstream = GooseUpstream(base_url=GOOSE_URL, secret_key=fake.secret_key, client=client)
-            lifecycle = RunLifecycle(log=log, store=store, upstream=upstream, plugins=hooks)
+            lifecycle = RunLifecycle(
+                log=log, store=store, upstream=upstream, plugins=hooks, settings=lifecycle_settings
+            )
             pumps = PumpManager(
-                log=log, store=store, upstream=upstream, settings=FAST, lifecycle=lifecycle
+                log=log, store=store, upstream=upstream, settings=settings, lifecycle=lifecycle
             )
             runs = RunService(
                 log=log, store=store, upstream=upstream, pumps=pumps, lifecycle=lifecycle

@@ -21,6 +21,7 @@ plugin holds up only its own run, and counts as having passed (a guard) or answe
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -29,12 +30,20 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ..exceptions import RecoveryUsed, UpstreamError
+from ..exceptions import RecoveryUsed, UpstreamError, UpstreamTimeout
 from ..hooks import GuardVeto, Plugins, RecoveryPlan
 from ..log import Event, EventLog
 from ..log.transaction import Transaction
-from ..settings import DEFAULT_WORKING_DIR
+from ..settings import (
+    DEFAULT_CANCEL_DEADLINE,
+    DEFAULT_MAX_RUN_DURATION,
+    DEFAULT_REPLY_TIMEOUT,
+    DEFAULT_WORKING_DIR,
+    check_duration,
+    check_seconds,
+)
 from .billing import BillingOutbox, BillingSettings
+from .deadlines import RunDeadlines
 from .ending import settle
 from .events import (
     ERROR,
@@ -58,6 +67,7 @@ FOLLOW_UP_PROMPT = "Your previous answer is not complete yet: {reasons}."
 MISSING_LINE = "Still missing:\n{items}"
 FOLLOW_UP_END = "Finish exactly these, then answer again."
 RETRY_FAILED = "the recovery {kind!r} could not start: {error}"
+NO_ANSWER = "goose did not answer {call} within {seconds:g} s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +76,20 @@ class LifecycleSettings:
     :param hook_timeout: seconds one call of a lifecycle hook (`finish_guard`,
         `classify_error`, `plan_recovery`) may take; after that the run goes on without it.
     :param billing: timings of the billing outbox.
+    :param reply_timeout: seconds goose's answer to a `reply` (or a `cancel`) may take; a run
+        start past it fails with a 504.
+    :param cancel_deadline: seconds after a cancel within which goose's `Finish` must come;
+        after that the gateway ends the run as cancelled itself.
+    :param max_run_duration: seconds a run may go on (``inf``: no limit); after that the
+        gateway cancels goose's request and ends the run with an `Error` saying so.
     """
 
     max_follow_ups: int = 2
     hook_timeout: float = 30.0
     billing: BillingSettings = field(default_factory=BillingSettings)
+    reply_timeout: float = DEFAULT_REPLY_TIMEOUT
+    cancel_deadline: float = DEFAULT_CANCEL_DEADLINE
+    max_run_duration: float = DEFAULT_MAX_RUN_DURATION
 
     def __post_init__(self) -> None:
         if isinstance(self.max_follow_ups, bool) or not isinstance(self.max_follow_ups, int):
@@ -79,6 +98,26 @@ class LifecycleSettings:
             raise ValueError(f"max_follow_ups must not be negative, got {self.max_follow_ups}")
         if not self.hook_timeout > 0:
             raise ValueError(f"hook_timeout must be positive, got {self.hook_timeout!r}")
+        check_seconds("reply_timeout", self.reply_timeout)
+        check_seconds("cancel_deadline", self.cancel_deadline)
+        check_duration("max_run_duration", self.max_run_duration)
+
+
+def with_limits(
+    settings: LifecycleSettings | None,
+    *,
+    reply_timeout: float | None = None,
+    cancel_deadline: float | None = None,
+    max_run_duration: float | None = None,
+) -> LifecycleSettings:
+    """`settings` (the defaults when None) with each limit given (not None) in its place."""
+    base = settings or LifecycleSettings()
+    return dataclasses.replace(
+        base,
+        reply_timeout=base.reply_timeout if reply_timeout is None else reply_timeout,
+        cancel_deadline=base.cancel_deadline if cancel_deadline is None else cancel_deadline,
+        max_run_duration=base.max_run_duration if max_run_duration is None else max_run_duration,
+    )
 
 
 def follow_up_prompt(vetoes: Sequence[GuardVeto]) -> tuple[str, list[str], list[str]]:
@@ -112,6 +151,8 @@ class RunLifecycle:
         self.billing = BillingOutbox(store, self.plugins, self.settings.billing)
         self.pumps: Pumps | None = None  # set by the pumps that report to this lifecycle
         self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.deadlines = RunDeadlines(self)
 
     # --- what the pump reports ---------------------------------------------------------------
 
@@ -235,7 +276,7 @@ class RunLifecycle:
         started = {"attempt": run.attempt, "reasons": reasons, "missing": missing, "prompt": prompt}
         await self.log.aappend(run.stream, FOLLOW_UP_STARTED, started, run_id=run.run_id)
         try:
-            await self.upstream.reply(run.session_id, prompt, request_id)
+            await self.reply(run.session_id, prompt, request_id)
         except UpstreamError as exc:
             await self._errored(run, f"the follow-up turn could not start: {exc}")
 
@@ -292,7 +333,7 @@ class RunLifecycle:
         await self.log.aappend(run.stream, RECOVERY_STARTED, started, run_id=run.run_id)
         context = [dict(message) for message in plan.context] if plan.context else None
         try:
-            await self.upstream.reply(
+            await self.reply(
                 session_id,
                 plan.instructions or run.message,
                 request_id,
@@ -314,11 +355,44 @@ class RunLifecycle:
         if current is not None and current.active:
             await self._end(current, FINISH, {"reason": "cancelled"}, RunStatus.CANCELLED)
 
-    async def _cancel_current(self, run: Run) -> None:
+    async def reply(
+        self,
+        session_id: str,
+        text: str,
+        request_id: str,
+        *,
+        override_conversation: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """goose's `reply`, answered within `reply_timeout` (`UpstreamTimeout` past it): goose
+        answers at once and works in the background, so a longer wait means a goose that hangs."""
+        seconds = self.settings.reply_timeout
         try:
-            await self.upstream.cancel(run.session_id, run.upstream_request_id)
+            async with asyncio.timeout(seconds):
+                await self.upstream.reply(
+                    session_id, text, request_id, override_conversation=override_conversation
+                )
+        except TimeoutError:
+            call = f"the reply {request_id}"
+            raise UpstreamTimeout(NO_ANSWER.format(call=call, seconds=seconds)) from None
+
+    def cancel_soon(self, run: Run) -> None:
+        """Cancel the run's current goose request in the background (a reply that timed out
+        may have reached goose after all: nobody would read what it does)."""
+        task = asyncio.create_task(self._cancel_current(run), name="gateway-kit-cancel")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _cancel_current(self, run: Run) -> None:
+        request_id = run.upstream_request_id
+        try:
+            async with asyncio.timeout(self.settings.reply_timeout):
+                await self.upstream.cancel(run.session_id, request_id)
+        except TimeoutError:
+            seconds = self.settings.reply_timeout
+            call = f"the cancel of request {request_id}"
+            logger.warning(NO_ANSWER.format(call=call, seconds=seconds))
         except UpstreamError as exc:  # goose answers 200 even for an unknown request
-            logger.warning("cancelling request %s failed: %s", run.upstream_request_id, exc)
+            logger.warning("cancelling request %s failed: %s", request_id, exc)
 
     async def _end(
         self,
@@ -354,6 +428,19 @@ class RunLifecycle:
             write_ending(transaction, run, status, usage, others_from=others_from)
 
         return self.log.end_run(run.stream, type, body, run_id=run.run_id, before=before, also=also)
+
+    async def end_overdue(
+        self, run: Run, type: str, data: dict[str, Any], status: RunStatus
+    ) -> Event | None:
+        """End a run the gateway stopped waiting for (`RunDeadlines`), unless it has ended."""
+        lock = self._lock(run.run_id)
+        if lock.locked():
+            return None  # being decided here (its guards, say): not hanging on goose
+        async with lock:
+            current = await asyncio.to_thread(self.store.get, run.run_id)
+            if current is None or not current.active:
+                return None
+            return await self._end(current, type, data, status)
 
     async def end_unstarted(self, run: Run, error: str) -> Event | None:
         """End a run goose never took (its `reply` was refused) with an `Error`."""
@@ -400,9 +487,14 @@ class RunLifecycle:
 
     async def start(self) -> None:
         await self.billing.start()
+        self.deadlines.start()
 
     async def stop(self) -> None:
         await self.billing.stop()
+        await self.deadlines.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 def vetoes_of(answers: Any) -> list[GuardVeto]:

@@ -29,6 +29,7 @@ from ..exceptions import (
     RunConflict,
     RunNotFound,
     UpstreamError,
+    UpstreamTimeout,
     UpstreamUnavailable,
 )
 from ..hooks import Plugins
@@ -47,6 +48,7 @@ RUN_NOT_FOUND = "run_not_found"
 INVALID_RUN = "invalid_run"
 UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 UPSTREAM_ERROR = "upstream_error"
+UPSTREAM_TIMEOUT = "upstream_timeout"
 NO_UPSTREAM = "no_upstream"
 BODY_MESSAGE = 'the body must be a JSON object with a non-empty string "message"'
 NO_UPSTREAM_MESSAGE = "this gateway has no upstream: pass Gateway(upstream=GooseUpstream(...))"
@@ -186,5 +188,7 @@ class RunRoutes:
 
 
 def upstream_error(exc: UpstreamError) -> HTTPError:
+    if isinstance(exc, UpstreamTimeout):
+        return HTTPError(504, UPSTREAM_TIMEOUT, str(exc))
     code = UPSTREAM_UNAVAILABLE if isinstance(exc, UpstreamUnavailable) else UPSTREAM_ERROR
     return HTTPError(502, code, str(exc))

@@ -8,7 +8,14 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-from ..exceptions import InvalidEvent, RunConflict, RunNotFound, SessionBusy, UpstreamError
+from ..exceptions import (
+    InvalidEvent,
+    RunConflict,
+    RunNotFound,
+    SessionBusy,
+    UpstreamError,
+    UpstreamTimeout,
+)
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_WORKING_DIR
@@ -92,9 +99,11 @@ class RunService:
             await asyncio.to_thread(self.store.end, run_id, RunStatus.FAILED)
             raise
         try:
-            await self.upstream.reply(binding.session_id, message, run.upstream_request_id)
+            await self.lifecycle.reply(binding.session_id, message, run.upstream_request_id)
         except UpstreamError as exc:
             await self._refused(run, exc)
+            if isinstance(exc, UpstreamTimeout):
+                self.lifecycle.cancel_soon(run)
             if isinstance(exc, SessionBusy):
                 raise RunConflict(str(exc)) from exc
             raise

@@ -17,8 +17,12 @@ the session has no active run. What it does when goose misbehaves:
   the log holds, and if events were lost, append the conversation from `GET /sessions/{id}`;
 - a run goose no longer knows (not in `ActiveRequests` after a reconnect, and no terminal event
   within the grace period) is reported as failed: the upstream lost it;
-- goose unreachable: wait for `/status`, and after `upstream_down_timeout` report the active
-  runs as failed, so no client is left on "running…";
+- a connection that brings nothing new and ends (goose closed it, cut it mid-frame, or could
+  not be reached) is a failure: the next one waits a pause that doubles with each failure in a
+  row (jittered, up to `max_reconnect_delay`), and after `max_failures` of them in a row, or
+  `upstream_down_timeout` after the first, the active runs are reported as failed, saying why;
+- goose unreachable: wait for `/status`, on the same clock, and after `upstream_down_timeout`
+  report the active runs as failed, so no client is left on "running…";
 - the stream moved to another goose session (a recovery in a clean session): stop.
 """
 
@@ -43,6 +47,7 @@ from ..runs.lifecycle import RunLifecycle
 from ..runs.model import Run, SessionBinding
 from ..runs.store import RunStore
 from .appends import FrameAppender
+from .backoff import Streak
 from .goose import GooseUpstream
 from .goose_events import GooseEventStream
 from .goose_frames import UpstreamFrame
@@ -53,6 +58,11 @@ logger = logging.getLogger("gateway_kit.upstream")
 
 LOST_RUN_ERROR = "the upstream lost this run: goose no longer knows request {request_id}"
 UNREACHABLE_ERROR = "the upstream stayed unreachable for {seconds:g} s; the run was abandoned"
+CUT_STREAM_ERROR = (
+    "goose kept cutting its event stream: {count} connection(s) in a row over {seconds:.1f} s "
+    "brought nothing new (the last: {error}); the run was abandoned"
+)
+CLOSED_EMPTY = "goose closed the event stream"
 RECOVERED_TYPE = "UpdateConversation"
 MAX_BATCH = 1000  # frames written in one transaction at most
 
@@ -65,7 +75,12 @@ class PumpSettings:
     max_reconnect_delay: float = 5.0
     upstream_down_timeout: float = 300.0
     lease_ttl: float = 10.0
-    max_failures: int = 5  # a pump that fails this many times in a row ends its session's runs
+    # A pump, or its connection to goose, that fails this many times in a row ends its
+    # session's runs.
+    max_failures: int = 5
+    # A connection open this long counts as sound even if it brought nothing new (goose may
+    # think for minutes, pinging): its end starts no failure streak.
+    stable_connection: float = 30.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -75,6 +90,7 @@ class PumpSettings:
             "max_reconnect_delay",
             "upstream_down_timeout",
             "lease_ttl",
+            "stable_connection",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
@@ -121,6 +137,7 @@ class SessionPump:
         self.settings = settings
         self.lifecycle = lifecycle
         self.appender = FrameAppender(log, store)
+        self.written = 0  # events this pump appended: a connection that adds none brought nothing
 
     async def run(self) -> bool:
         """Pump until nothing is left; False when another process holds the session's lease."""
@@ -173,6 +190,7 @@ class SessionPump:
         # restarted, and an id of its previous lifetime must never be sent: reconnections go
         # header-less, recognise replayed events by content and notice lost ones by the gap.
         first = True
+        streak = Streak(self.settings.reconnect_delay, self.settings.max_reconnect_delay)
         while True:
             if not first:  # the first look is the one `run` made just before
                 await self._check_bound()
@@ -184,28 +202,56 @@ class SessionPump:
                 return  # the log already ends the latest run: goose is not contacted
             header = plan.last_event_id if first else None
             check_gap, first = not first, False
+            written, opened = self.written, time.monotonic()
+            failure: Exception | None = None
             try:
                 if await self._consume(header, plan.newest_persisted, check_gap, active):
                     return
             except RecheckWithoutHeader:
                 continue
-            except GooseRestarted:
+            except GooseRestarted as exc:
                 logger.warning("goose restarted under session %s; new lifetime", self.session_id)
                 head = await self.log.alast_seq()
                 await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)
-                continue
-            except UpstreamTooFarBehind:
-                continue
+                failure = exc
+            except UpstreamTooFarBehind as exc:
+                failure = exc
             except UpstreamUnavailable as exc:
                 logger.info("goose session %s unreachable: %s", self.session_id, exc)
-                await self._wait_for_goose()
-                continue
+                failure = exc
             except UpstreamHTTPError as exc:  # e.g. goose no longer knows the session
                 logger.error("goose refused the events of session %s: %s", self.session_id, exc)
                 for run in await self._active_runs():
                     await self._fail(run, f"the upstream refused the session's events: {exc}")
                 return
-            await asyncio.sleep(self.settings.reconnect_delay)  # goose closed the stream
+            sound = self.written > written or (
+                time.monotonic() - opened >= self.settings.stable_connection
+            )
+            if sound:
+                streak.reset()
+            if sound and failure is None:
+                await asyncio.sleep(self.settings.reconnect_delay)  # goose closed the stream
+                continue
+            streak.failed(CLOSED_EMPTY if failure is None else str(failure) or repr(failure))
+            if not await self._within_limits(streak):
+                return
+            await asyncio.sleep(streak.pause())
+            if isinstance(failure, UpstreamUnavailable) and not await self._wait_for_goose(streak):
+                return
+
+    async def _within_limits(self, streak: Streak) -> bool:
+        """False, once the session's runs are ended, when the connections failed too often or
+        for too long in a row."""
+        settings = self.settings
+        if streak.count < settings.max_failures and streak.elapsed < settings.upstream_down_timeout:
+            return True
+        error = CUT_STREAM_ERROR.format(
+            count=streak.count, seconds=streak.elapsed, error=streak.last_error
+        )
+        logger.error("goose session %s: %s", self.session_id, error)
+        for run in await self._active_runs():
+            await self._fail(run, error)
+        return False
 
     async def _consume(
         self, header: int | None, known: int | None, check_gap: bool, active: list[Run] | None
@@ -320,6 +366,7 @@ class SessionPump:
             raise LeaseLost
         events = await self.appender.append_all(self.binding.stream, frames)
         frames.clear()
+        self.written += len(events)
         return events
 
     async def _check_bound(self) -> None:
@@ -382,14 +429,27 @@ class SessionPump:
             run_id=active[0].run_id if len(active) == 1 else None,
         )
 
-    async def _wait_for_goose(self) -> None:
-        delay = self.settings.reconnect_delay
-        down_since = time.monotonic()
-        while not await self.upstream.status():
-            if time.monotonic() - down_since > self.settings.upstream_down_timeout:
-                error = UNREACHABLE_ERROR.format(seconds=self.settings.upstream_down_timeout)
-                for run in await self._active_runs():
-                    await self._fail(run, error)
-                return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.settings.max_reconnect_delay)
+    async def _wait_for_goose(self, streak: Streak) -> bool:
+        """Wait until goose answers `/status`; False, once the session's runs are ended, when
+        it stays down past `upstream_down_timeout` from the streak's first failure."""
+        settings = self.settings
+        delay = settings.reconnect_delay
+        while True:
+            remaining = settings.upstream_down_timeout - streak.elapsed
+            try:
+                # Past the clock, goose still gets one look of its own before it is given up.
+                async with asyncio.timeout(max(remaining, settings.max_reconnect_delay)):
+                    if await self.upstream.status():
+                        return True
+            except TimeoutError:
+                pass
+            remaining = settings.upstream_down_timeout - streak.elapsed
+            if remaining <= 0:
+                break
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, settings.max_reconnect_delay)
+        error = UNREACHABLE_ERROR.format(seconds=settings.upstream_down_timeout)
+        logger.error("goose session %s: %s", self.session_id, error)
+        for run in await self._active_runs():
+            await self._fail(run, error)
+        return False
