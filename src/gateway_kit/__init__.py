@@ -1,5 +1,6 @@
 """gateway_kit: one durable event log behind every client of an AI-agent chat server."""
 
+from .access import StreamOwners
 from .exceptions import (
     EventLogError,
     GatewayKitError,
@@ -23,7 +24,7 @@ from .exceptions import (
     UpstreamUnavailable,
 )
 from .gateway import Gateway
-from .hooks import GuardVeto, Plugins, RecoveryPlan, hookimpl
+from .hooks import GuardVeto, PluginContext, Plugins, RecoveryPlan, hookimpl
 from .http.fallback import PrefixNotFound
 from .http.middleware import Middleware
 from .http.mount import Mount
@@ -31,13 +32,17 @@ from .identity import IdentityMiddleware
 from .log import Event, EventLog
 from .principal import ANONYMOUS, Principal
 from .runs import Run, RunStatus
+from .runs.lifecycle import LifecycleSettings
 from .runs.owned import OwnedRun, owned_run
 from .runs.routes import RunRoutes
 from .runs.sweeper import OwnedRunSweeper
 from .runs.sweeping import SweepOwnedRuns
 from .settings import GatewaySettings
+from .sockets import PresenceRoutes, SocketServer
 from .streams import LegacyTaskPoll, StreamRoutes
+from .tickets import TicketRoutes
 from .upstream import GooseUpstream
+from .upstream.pump import PumpSettings
 from .wrapped import WrappedApp
 
 __all__ = [
@@ -54,16 +59,20 @@ __all__ = [
     "InvalidCursor",
     "InvalidEvent",
     "LegacyTaskPoll",
+    "LifecycleSettings",
     "LogClosed",
     "Middleware",
     "Mount",
     "OwnedRun",
     "OwnedRunSweeper",
     "PayloadTooLarge",
+    "PluginContext",
     "PluginError",
     "Plugins",
     "PrefixNotFound",
+    "PresenceRoutes",
     "Principal",
+    "PumpSettings",
     "RecoveryPlan",
     "Run",
     "RunConflict",
@@ -74,8 +83,11 @@ __all__ = [
     "SessionBusy",
     "SessionNotFound",
     "SettingsError",
+    "SocketServer",
+    "StreamOwners",
     "StreamRoutes",
     "SweepOwnedRuns",
+    "TicketRoutes",
     "UpstreamAuthError",
     "UpstreamBadRequest",
     "UpstreamError",

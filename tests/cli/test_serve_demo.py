@@ -162,7 +162,7 @@ def test_demo_prints_urls_that_work_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             assert 'name="password"' in client.get(login).text
             # The printed curl commands, as httpx requests.
             base = f"http://127.0.0.1:{port}"
-            assert "curl -c cookies.txt -H 'Content-Type: application/json'" in banner
+            assert "curl -s -c cookies.txt -H 'Content-Type: application/json'" in banner
             assert f"""-d '{{"username": "demo", "password": "demo"}}' {login}""" in banner
             logged_in = client.post(login, json={"username": "demo", "password": "demo"})
             assert logged_in.status_code == 200 and logged_in.json()["csrf_token"]
@@ -171,7 +171,7 @@ def test_demo_prints_urls_that_work_and_stops_on_ctrl_c(tmp_path: Path) -> None:
                 f"{base}/api/tasks", json={"conversation_id": "demo", "message": "hello"}
             )
             task_id = started.json()["task_id"]
-            poll_url = next(u for u in urls if "TASK_ID" in u).replace("TASK_ID", task_id)
+            poll_url = next(u for u in urls if "$TASK" in u).replace("$TASK", task_id)
             polled = client.get(poll_url).json()
             assert polled["events"][0]["data"]["text"] == "hello"
             # Ctrl-C once the reply is over: a turn cut short by the stop is not this test's.
@@ -327,7 +327,7 @@ def test_demo_runs_turns_on_the_simulated_goose_and_stops_on_ctrl_c_mid_run(
         runs_url = f"{base}/gateway/streams/demo/runs"
         assert runs_url in urls
         assert """-d '{"message": "hello"}'""" in banner
-        events_url = next(u for u in urls if "RUN_ID" in u)
+        events_url = next(u for u in urls if "$RUN" in u).replace("$RUN", "RUN_ID")
         assert events_url == f"{base}/gateway/runs/RUN_ID/events"
         with httpx.Client(timeout=STREAM_TIMEOUT) as client:
             run_id = start_goose_run(client, runs_url, "hello goose")

@@ -226,3 +226,23 @@ def test_goose_refusing_the_run_fails_it_visibly(log_url: str) -> None:
             assert retry_after_cancel.json()["status"] == "failed"
 
     asyncio.run(main())
+
+
+def test_cancelling_an_ended_run_answers_what_get_answers(log_url: str) -> None:
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake) as (client, gateway, _):
+            bound_session(fake, gateway, Turn().text("working").hang(), Turn().text("done"))
+            cancelled = await start_run(client, "long job")
+            assert (await client.post(f"/gateway/runs/{cancelled}/cancel")).status_code == 200
+            await wait_status(client, cancelled, "cancelled")
+            finished = await start_run(client, "short job")
+            await wait_status(client, finished, "finished")
+            for run_id in (cancelled, finished):
+                again = await client.post(f"/gateway/runs/{run_id}/cancel")
+                shown = await client.get(f"/gateway/runs/{run_id}")
+                assert again.status_code == 200
+                assert again.json() == shown.json()
+                assert again.json()["attempts"] and again.json()["terminal_seq"] is not None
+
+    asyncio.run(main())

@@ -45,18 +45,23 @@ its events in {db}
   Live events of a conversation:  {url}/conversations/{conversation}
   Log in (user {user}, password {password}):  {url}/login
 
-  Log in with curl (the answer holds the session's CSRF token, which POSTs to the gateway send):
-    curl -c cookies.txt -H 'Content-Type: application/json' \\
-         -d '{{"username": "{user}", "password": "{password}"}}' {url}/login
+  The same with curl, pasted into a shell in this order (each step keeps what the next needs):
+  A shell function that prints one field of a JSON answer:
+    field() {{ python3 -c "import json, sys; print(json.load(sys.stdin)['$1'])"; }}
+  Log in: the session cookie goes to cookies.txt, and the session's CSRF token to $CSRF (every
+  POST to the gateway sends it back in X-CSRF-Token):
+    CSRF=$(curl -s -c cookies.txt -H 'Content-Type: application/json' \\
+         -d '{{"username": "{user}", "password": "{password}"}}' {url}/login | field csrf_token)
   Start a task, then poll it the legacy way:
-    curl -b cookies.txt -H 'Content-Type: application/json' \\
-         -d '{{"conversation_id": "{conversation}", "message": "hello"}}' {url}/api/tasks
-    curl -b cookies.txt '{url}/api/tasks/TASK_ID?from=0'
+    TASK=$(curl -s -b cookies.txt -H 'Content-Type: application/json' \\
+         -d '{{"conversation_id": "{conversation}", "message": "hello"}}' \\
+         {url}/api/tasks | field task_id)
+    curl -b cookies.txt "{url}/api/tasks/$TASK?from=0"
   Start a run on the simulated goose, then follow it until its Finish:
-    curl -b cookies.txt -H 'X-CSRF-Token: CSRF_TOKEN' -H 'Content-Type: application/json' \\
-         -d '{{"message": "hello"}}' {url}/gateway/streams/{conversation}/runs
-    curl -N -b cookies.txt {url}/gateway/runs/RUN_ID/events
-  Follow the conversation over SSE:
+    RUN=$(curl -s -b cookies.txt -H "X-CSRF-Token: $CSRF" -H 'Content-Type: application/json' \\
+         -d '{{"message": "hello"}}' {url}/gateway/streams/{conversation}/runs | field run_id)
+    curl -N -b cookies.txt "{url}/gateway/runs/$RUN/events"
+  Follow the conversation over SSE (Ctrl-C ends it):
     curl -N -b cookies.txt {url}/gateway/streams/{conversation}/events
 
 Ctrl-C stops the demo; start it again and the history is still there.

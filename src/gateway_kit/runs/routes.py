@@ -169,7 +169,9 @@ class RunRoutes:
             raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
         except UpstreamError as exc:
             raise upstream_error(exc) from None
-        await send_json(request.send, 200, run_json(run))
+        # The run as `GET {prefix}/runs/{run_id}` shows it, whether this cancel stopped it or
+        # found it already ended.
+        await send_json(request.send, 200, await self.shown(run))
 
     async def show(self, request: Request) -> None:
         request.principal  # noqa: B018 - a 401 before anything else
@@ -181,10 +183,14 @@ class RunRoutes:
         except RunNotFound as exc:
             raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
         await self.authorize(request, run.stream)
-        attempts = await self.service.attempts(run_id)
-        end = await self.service.log.arun_end(run_id)
-        terminal_seq = None if end is None else end.seq
-        await send_json(request.send, 200, run_json(run, attempts, terminal_seq))
+        await send_json(request.send, 200, await self.shown(run))
+
+    async def shown(self, run: Run) -> dict[str, Any]:
+        """The run's JSON with its attempts and the seq of its terminal event."""
+        service = self._service()
+        attempts = await service.attempts(run.run_id)
+        end = await service.log.arun_end(run.run_id)
+        return run_json(run, attempts, None if end is None else end.seq)
 
 
 def upstream_error(exc: UpstreamError) -> HTTPError:

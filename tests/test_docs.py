@@ -1,0 +1,126 @@
+"""What the README and docs/ say is what the code does: the names their code uses exist, the
+built-in plugins they list are the ones that load, the tables they name are the ones made."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from gateway_kit import EventLog
+from gateway_kit.hooks import BUILT_IN, Plugins
+from gateway_kit.log.schema import VERSION_TABLE
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PLUGINS_DOC = ROOT / "docs" / "plugins.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
+PYTHON_BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
+CONSOLE_BLOCK = re.compile(r"^```console\n(.*?)^```", re.DOTALL | re.MULTILINE)
+TABLE_NAME = re.compile(r"\bgateway_kit_[a-z_]+\b")
+# Objects of the reader's own that the examples stand in for: their app, their secrets, their
+# plugins, a task of their app. Anything else a block uses must be imported or made in it.
+READERS_OWN = {
+    "BASE",
+    "GOOSE_SECRET",
+    "TOKEN",
+    "agent_turn",
+    "app",
+    "client",
+    "last_seen_seq",
+    "log",
+    "my_acl",
+    "my_sso",
+    "task",
+    "upstream",
+}
+
+
+def section(document: Path, heading: str) -> str:
+    """The text under `heading` up to the next heading of its level or above."""
+    text = document.read_text(encoding="utf-8")
+    level = heading.split(" ")[0]
+    start = text.index(f"\n{heading}\n")
+    ends = [m.start() for m in re.finditer(rf"^#{{1,{len(level)}}} ", text[start + 1 :], re.M)]
+    return text[start : start + 1 + ends[1]] if len(ends) > 1 else text[start:]
+
+
+def names_of(block: str) -> tuple[set[str], set[str]]:
+    """(names the block binds, names it reads)."""
+    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = compile(block, "<block>", "exec", flags=flags)
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound, read
+
+
+def test_code_blocks_use_only_what_they_import_or_make() -> None:
+    unknown = []
+    for document in DOCUMENTS:
+        bound = set(dir(builtins)) | READERS_OWN
+        for block in PYTHON_BLOCK.findall(document.read_text(encoding="utf-8")):
+            made, read = names_of(block)
+            bound |= made  # a later block of the document may use it
+            unknown += [f"{document.name}: {name}" for name in sorted(read - bound)]
+    assert not unknown, f"code blocks use names that nothing defines: {unknown}"
+
+
+def test_the_readme_names_every_table_the_migrations_make(log_url: str) -> None:
+    with EventLog(log_url) as log:
+        made = set(sa.inspect(log.engine).get_table_names())
+    assert VERSION_TABLE in made
+    named = set(TABLE_NAME.findall(section(README, "### Schema and migrations")))
+    assert named == made
+
+
+def built_ins() -> dict[str, tuple[str, ...]]:
+    """Each built-in plugin's name and hooks, as the plugin manager loads them."""
+    infos = Plugins(load_entry_points=False).describe()
+    return {info.name: info.hooks for info in infos if info.source.kind == BUILT_IN}
+
+
+def test_the_plugins_doc_names_every_built_in_plugin() -> None:
+    expected = built_ins()
+    assert len(expected) > 1
+    registering = section(PLUGINS_DOC, "## Registering")
+    assert [name for name in expected if f"`{name}`" not in registering] == []
+
+
+def plugins_listings() -> list[list[str]]:
+    """The lines printed by each `$ gateway-kit plugins` of a console block, header first."""
+    listings = []
+    for document in DOCUMENTS:
+        for block in CONSOLE_BLOCK.findall(document.read_text(encoding="utf-8")):
+            commands = re.split(r"^\$ ", block, flags=re.M)
+            listings += [
+                command.splitlines()[1:]
+                for command in commands
+                if command.startswith("gateway-kit plugins\n")
+            ]
+    return listings
+
+
+def test_every_plugins_listing_in_the_docs_shows_the_built_ins_that_load() -> None:
+    expected = built_ins()
+    listings = plugins_listings()
+    assert len(listings) > 1
+    for listing in listings:
+        rows = [re.split(r"\s{2,}", line) for line in listing[1:]]
+        shown = {
+            name: tuple(hooks.split(", "))
+            for name, source, hooks in rows
+            if source.startswith(BUILT_IN)
+        }
+        assert shown == expected
