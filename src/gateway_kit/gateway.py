@@ -26,11 +26,13 @@ from .runs.store import RunStore
 from .runs.sweeper import OwnedRunSweeper
 from .runs.sweeping import SweepOwnedRuns
 from .settings import (
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
     DEFAULT_LEGACY_TASKS_PATH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_OWNED_RUN_SWEEP_INTERVAL,
     DEFAULT_PING_INTERVAL,
+    DEFAULT_PLUGIN_HUNG_LIMIT,
     DEFAULT_PLUGIN_TIMEOUT,
     DEFAULT_PREFIX,
     DEFAULT_PUMP_SCAN_INTERVAL,
@@ -121,6 +123,13 @@ class Gateway:
     :param owned_run_sweep_interval: how often this process looks for runs the app writes
         itself (`owned_run`) whose process died, and ends them with an `Error`.
     :param working_dir: the working directory of the goose sessions this gateway starts.
+    :param plugin_hung_limit: calls one plugin may have hung (past their timeout, still
+        running in their threads) before it is no longer asked: its hooks then answer their
+        failure value at once (a refusal, a guard that passed, a bill delivered later), logged
+        with its name, until one of those calls returns. Other plugins are asked as before.
+    :param body_timeout: seconds a client may take to send a request body, to the gateway's
+        routes or the wrapped WSGI app (a 408 after it). A WSGI app gets a request once its
+        body is read, within `max_body_bytes`, so that slow clients hold none of its threads.
     """
 
     def __init__(
@@ -156,6 +165,8 @@ class Gateway:
         pump_scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
         owned_run_sweep_interval: float = DEFAULT_OWNED_RUN_SWEEP_INTERVAL,
         working_dir: str = DEFAULT_WORKING_DIR,
+        plugin_hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         self.settings = GatewaySettings(
             prefix=prefix,
@@ -173,6 +184,8 @@ class Gateway:
             ticket_rate=ticket_rate,
             legacy_socket_token_path=legacy_socket_token_path,
             socket_origins=tuple(socket_origins) if socket_origins is not None else None,
+            plugin_hung_limit=plugin_hung_limit,
+            body_timeout=body_timeout,
         )
         self.log = log
         self.upstream = upstream
@@ -184,6 +197,7 @@ class Gateway:
             block=block_plugins,
             timeout=self.settings.plugin_timeout,
             context=PluginContext(log=log, app=app, prefix=prefix),
+            hung_limit=self.settings.plugin_hung_limit,
         )
         self.wrapped = WrappedApp(app, wsgi=wsgi, wsgi_workers=self.settings.wsgi_workers)
         count, window = self.settings.ticket_rate

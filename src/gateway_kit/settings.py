@@ -31,6 +31,8 @@ DEFAULT_SEND_TIMEOUT = 30.0
 DEFAULT_QUEUE_SIZE = 1024
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_PLUGIN_TIMEOUT = 5.0
+DEFAULT_PLUGIN_HUNG_LIMIT = 32  # calls one plugin may have past their timeout, still running
+DEFAULT_BODY_TIMEOUT = 60.0
 DEFAULT_PUMP_SCAN_INTERVAL = 2.0
 DEFAULT_OWNED_RUN_SWEEP_INTERVAL = 2.0
 DEFAULT_WORKING_DIR = "."
@@ -123,6 +125,8 @@ class GatewaySettings:
     ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE
     legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH
     socket_origins: tuple[str, ...] | None = None
+    plugin_hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -165,6 +169,8 @@ class GatewaySettings:
             if isinstance(origins, str) or not all(_origin(o) for o in origins):
                 raise SettingsError(BAD_ORIGINS.format(value=origins))
             set_(self, "socket_origins", tuple(origins))
+        _positive_integer("plugin_hung_limit", self.plugin_hung_limit)
+        _positive_number("body_timeout", self.body_timeout)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
