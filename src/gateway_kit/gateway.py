@@ -112,7 +112,8 @@ class Gateway:
         (it then resumes by cursor; the others never wait for it); messages one Socket.IO
         connection may have waiting before it leaves its rooms, to catch up from the log once
         its client has read them (a replay, too, sends a page and waits for it to be read).
-    :param max_body_bytes: the largest request body the gateway's routes accept (413 above it).
+    :param max_body_bytes: the largest request body the gateway's routes accept (413 above it),
+        and the wrapped WSGI app is handed.
     :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
     :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
     :param lifecycle_settings: how runs end (`gateway_kit.runs.lifecycle`): how many follow-up
@@ -199,7 +200,13 @@ class Gateway:
             context=PluginContext(log=log, app=app, prefix=prefix),
             hung_limit=self.settings.plugin_hung_limit,
         )
-        self.wrapped = WrappedApp(app, wsgi=wsgi, wsgi_workers=self.settings.wsgi_workers)
+        self.wrapped = WrappedApp(
+            app,
+            wsgi=wsgi,
+            wsgi_workers=self.settings.wsgi_workers,
+            max_body_bytes=self.settings.max_body_bytes,
+            body_timeout=self.settings.body_timeout,
+        )
         count, window = self.settings.ticket_rate
         self.tickets = SocketTickets(
             log, ttl=self.settings.ticket_ttl, rate=count, rate_window=window
@@ -300,6 +307,7 @@ class Gateway:
                 prefix=prefix,
                 max_body_bytes=settings.max_body_bytes,
                 plugins=plugins,
+                body_timeout=settings.body_timeout,
             ),
         ]
         parts.append(
