@@ -58,6 +58,11 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("legacy_socket_token_path", "api/socket-token"),
         ("socket_origins", "https://app.example.com"),
         ("socket_origins", ["app.example.com"]),
+        ("plugin_hung_limit", 0),
+        ("plugin_hung_limit", 2.5),
+        ("body_timeout", 0),
+        ("body_timeout", float("inf")),
+        ("legacy_socketio_path", "socket.io"),
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

@@ -131,6 +131,9 @@ class Gateway:
     :param body_timeout: seconds a client may take to send a request body, to the gateway's
         routes or the wrapped WSGI app (a 408 after it). A WSGI app gets a request once its
         body is read, within `max_body_bytes`, so that slow clients hold none of its threads.
+    :param legacy_socketio_path: where the legacy app's clients connect to Socket.IO (such as
+        ``/socket.io``): the gateway's Socket.IO server answers there too, in the event loop,
+        with the tickets ``legacy_socket_token_path`` issues; None leaves that path to the app.
     """
 
     def __init__(
@@ -168,6 +171,7 @@ class Gateway:
         working_dir: str = DEFAULT_WORKING_DIR,
         plugin_hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        legacy_socketio_path: str | None = None,
     ) -> None:
         self.settings = GatewaySettings(
             prefix=prefix,
@@ -187,6 +191,7 @@ class Gateway:
             socket_origins=tuple(socket_origins) if socket_origins is not None else None,
             plugin_hung_limit=plugin_hung_limit,
             body_timeout=body_timeout,
+            legacy_socketio_path=legacy_socketio_path,
         )
         self.log = log
         self.upstream = upstream
@@ -323,6 +328,15 @@ class Gateway:
                 Middleware(PresenceRoutes, sockets=self.sockets, plugins=plugins, prefix=prefix)
             )
         parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=self.socketio))
+        if settings.legacy_socketio_path is not None:
+            # Long polls held in the wrapped app would each hold one of its threads.
+            legacy_socketio = Middleware(
+                Mount,
+                path=settings.legacy_socketio_path,
+                mounted=self.socketio,
+                as_path=prefix + SOCKETIO_PATH,
+            )
+            parts.append(legacy_socketio)
         parts.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
         if settings.legacy_tasks_path is not None:
             parts.append(
