@@ -21,9 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_kit import EventLog, Gateway
+from gateway_kit.types import Message
 
 from ..serving import serve_in_thread
-from . import Call, assert_json_error
+from ..streams.asgi_driver import http_scope
+from . import JSON_TYPE, Call, assert_json_error
 
 WORKERS = 3
 SLOW_CLIENTS = WORKERS + 5
@@ -188,3 +190,30 @@ def test_any_body_reaches_flask_whole_or_is_refused_with_a_json_error(sqlite_url
             length=st.sampled_from(["exact", "none", "junk"]),
         )(lambda body, chunk, length: one_request(app, runner, body, chunk, length))
         settings(max_examples=80, deadline=None)(test)()
+
+
+def test_a_run_whose_body_stalls_is_a_408_that_writes_nothing(log: EventLog) -> None:
+    app = Gateway(log=log, allow_anonymous=True, load_entry_points=False, body_timeout=0.3)
+    scope = http_scope("POST", b"/gateway/streams/conv/runs", headers=JSON_TYPE)
+    sent: list[Message] = []
+
+    async def main() -> None:
+        stalled = asyncio.Event()  # the rest of the body never comes
+        parts = [{"type": "http.request", "body": b'{"message": "h', "more_body": True}]
+
+        async def receive() -> Message:
+            if parts:
+                return parts.pop()
+            await stalled.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        await asyncio.wait_for(app(scope, receive, send), 10)
+
+    asyncio.run(main())
+    assert sent[0]["status"] == 408
+    assert json.loads(sent[1]["body"])["error"] == "request_timeout"
+    assert (b"connection", b"close") in sent[0]["headers"]
+    assert log.last_seq() == 0
