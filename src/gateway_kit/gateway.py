@@ -107,7 +107,8 @@ class Gateway:
     :param ping_interval: seconds between ``: ping`` comments on an SSE stream.
     :param send_timeout: seconds one write to a client may take before it is disconnected
         (noticed within a quarter of that again); for a Socket.IO connection, seconds it may
-        take to send what it holds (a page and `queue_size` at most).
+        take to send what it holds (a page and `queue_size` at most); for a WSGI app's answer,
+        seconds one write may take before the rest is dropped, so that its thread finishes.
     :param queue_size: live events one SSE client may have waiting before it is disconnected
         (it then resumes by cursor; the others never wait for it); messages one Socket.IO
         connection may have waiting before it leaves its rooms, to catch up from the log once
@@ -211,6 +212,7 @@ class Gateway:
             wsgi_workers=self.settings.wsgi_workers,
             max_body_bytes=self.settings.max_body_bytes,
             body_timeout=self.settings.body_timeout,
+            send_timeout=self.settings.send_timeout,
         )
         count, window = self.settings.ticket_rate
         self.tickets = SocketTickets(

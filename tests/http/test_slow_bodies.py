@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from flask import Flask, jsonify, request
+from flask import Flask, Response, jsonify, request
 from flask.typing import ResponseReturnValue
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,6 +33,9 @@ BODY_TIMEOUT = 2.0
 MAX_BODY = 64 * 1024
 DECLARED = 1000  # the Content-Length each slow client sends, and never completes
 TRICKLE_EVERY = 0.1  # seconds between the bytes of a trickling client
+CHUNK = 64 * 1024
+BIG_CHUNKS = 256  # an answer far larger than the socket buffers of a client that never reads
+SEND_TIMEOUT = 0.5
 
 
 class Echo:
@@ -45,6 +48,10 @@ class Echo:
         @self.app.get("/ping")
         def ping() -> ResponseReturnValue:
             return "pong"
+
+        @self.app.get("/big")
+        def big() -> ResponseReturnValue:
+            return Response(b"x" * CHUNK for _ in range(BIG_CHUNKS))
 
         @self.app.post("/echo")
         def echo() -> ResponseReturnValue:
@@ -217,3 +224,34 @@ def test_a_run_whose_body_stalls_is_a_408_that_writes_nothing(log: EventLog) -> 
     assert json.loads(sent[1]["body"])["error"] == "request_timeout"
     assert (b"connection", b"close") in sent[0]["headers"]
     assert log.last_seq() == 0
+
+
+def test_clients_that_never_read_their_answer_hold_a_flask_thread_for_the_send_timeout_only(
+    log: EventLog,
+) -> None:
+    echo = Echo()
+    app = Gateway(
+        echo.app,
+        log=log,
+        allow_anonymous=True,
+        load_entry_points=False,
+        wsgi_workers=WORKERS,
+        send_timeout=SEND_TIMEOUT,
+    )
+    with serve_in_thread(app, send_buffer=4096) as base:
+        url = urlsplit(base)
+        readers = []
+        for _ in range(SLOW_CLIENTS):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect((url.hostname, url.port))
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: test\r\n\r\n")  # and never reads
+            readers.append(sock)
+        try:
+            # Every thread of the app is writing to a client that does not read; each is let
+            # go after the send timeout, so the app answers again (the bound is generous).
+            with httpx.Client(base_url=base, timeout=20 * SEND_TIMEOUT) as client:
+                assert client.get("/ping").text == "pong"
+        finally:
+            for sock in readers:
+                sock.close()
