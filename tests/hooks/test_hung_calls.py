@@ -179,3 +179,34 @@ def test_a_hung_call_is_replaced_and_the_timeout_counts_from_its_start() -> None
         asyncio.run(main())
     finally:
         release.set()
+
+
+def test_a_call_whose_caller_left_before_it_started_is_still_counted_hung() -> None:
+    threads = HookThreads(1, "test-hook")
+    busy, entered, release = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        busy.set()
+        release.wait(30)
+
+    def stuck() -> None:
+        entered.set()
+        release.wait(30)
+
+    async def main() -> None:
+        running = asyncio.create_task(threads.run(first, 0.2))
+        await until(busy.is_set)
+        left = asyncio.create_task(threads.run(stuck, 0.2))
+        await asyncio.sleep(0)  # one turn of the loop: the call is queued
+        left.cancel()  # its client went away before it started
+        await until(entered.is_set)  # it runs all the same, in a fresh thread
+        answer = await asyncio.wait_for(threads.run(lambda: "answered", 0.2), 5)
+        assert answer == "answered"  # it did not keep its thread from the next call
+        release.set()
+        with pytest.raises(TimeoutError):
+            await running
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()

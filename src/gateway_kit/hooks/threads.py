@@ -102,9 +102,9 @@ class _Workers:
             call.loop.call_soon_threadsafe(self.answer, call, result, error)
 
     def arm(self, call: _Call) -> None:
-        """On the caller's loop, as the call starts: its clock starts now."""
-        if not call.done.done():
-            call.timer = call.loop.call_later(call.timeout, self.hang, call)
+        """On the caller's loop, as the call starts: its clock starts now (also when its
+        caller has left: a call that never returns is counted as hung all the same)."""
+        call.timer = call.loop.call_later(call.timeout, self.hang, call)
 
     def answer(self, call: _Call, result: Any, error: BaseException | None) -> None:
         if call.timer is not None:
