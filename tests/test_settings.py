@@ -65,6 +65,11 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("max_run_duration", 0),
         ("max_run_duration", float("nan")),
         ("max_run_duration", True),
+        ("plugin_hung_limit", 0),
+        ("plugin_hung_limit", 2.5),
+        ("body_timeout", 0),
+        ("body_timeout", float("inf")),
+        ("legacy_socketio_path", "socket.io"),
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

@@ -26,11 +26,13 @@ from .runs.store import RunStore
 from .runs.sweeper import OwnedRunSweeper
 from .runs.sweeping import SweepOwnedRuns
 from .settings import (
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
     DEFAULT_LEGACY_TASKS_PATH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_OWNED_RUN_SWEEP_INTERVAL,
     DEFAULT_PING_INTERVAL,
+    DEFAULT_PLUGIN_HUNG_LIMIT,
     DEFAULT_PLUGIN_TIMEOUT,
     DEFAULT_PREFIX,
     DEFAULT_PUMP_SCAN_INTERVAL,
@@ -105,12 +107,14 @@ class Gateway:
     :param ping_interval: seconds between ``: ping`` comments on an SSE stream.
     :param send_timeout: seconds one write to a client may take before it is disconnected
         (noticed within a quarter of that again); for a Socket.IO connection, seconds it may
-        take to send what it holds (a page and `queue_size` at most).
+        take to send what it holds (a page and `queue_size` at most); for a WSGI app's answer,
+        seconds one write may take before the rest is dropped, so that its thread finishes.
     :param queue_size: live events one SSE client may have waiting before it is disconnected
         (it then resumes by cursor; the others never wait for it); messages one Socket.IO
         connection may have waiting before it leaves its rooms, to catch up from the log once
         its client has read them (a replay, too, sends a page and waits for it to be read).
-    :param max_body_bytes: the largest request body the gateway's routes accept (413 above it).
+    :param max_body_bytes: the largest request body the gateway's routes accept (413 above it),
+        and the wrapped WSGI app is handed.
     :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
     :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
     :param lifecycle_settings: how runs end (`gateway_kit.runs.lifecycle`): how many follow-up
@@ -130,6 +134,16 @@ class Gateway:
         no limit); then the gateway cancels goose's request and ends the run with an `Error`.
         These three, when given, take the place of `lifecycle_settings`' own; both deadlines
         are measured from the times in the database, so they hold across restarts.
+    :param plugin_hung_limit: calls one plugin may have hung (past their timeout, still
+        running in their threads) before it is no longer asked: its hooks then answer their
+        failure value at once (a refusal, a guard that passed, a bill delivered later), logged
+        with its name, until one of those calls returns. Other plugins are asked as before.
+    :param body_timeout: seconds a client may take to send a request body, to the gateway's
+        routes or the wrapped WSGI app (a 408 after it). A WSGI app gets a request once its
+        body is read, within `max_body_bytes`, so that slow clients hold none of its threads.
+    :param legacy_socketio_path: where the legacy app's clients connect to Socket.IO (such as
+        ``/socket.io``): the gateway's Socket.IO server answers there too, in the event loop,
+        with the tickets ``legacy_socket_token_path`` issues; None leaves that path to the app.
     """
 
     def __init__(
@@ -168,6 +182,9 @@ class Gateway:
         reply_timeout: float | None = None,
         cancel_deadline: float | None = None,
         max_run_duration: float | None = None,
+        plugin_hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        legacy_socketio_path: str | None = None,
     ) -> None:
         self.settings = GatewaySettings(
             prefix=prefix,
@@ -188,6 +205,9 @@ class Gateway:
             reply_timeout=reply_timeout,
             cancel_deadline=cancel_deadline,
             max_run_duration=max_run_duration,
+            plugin_hung_limit=plugin_hung_limit,
+            body_timeout=body_timeout,
+            legacy_socketio_path=legacy_socketio_path,
         )
         self.log = log
         self.upstream = upstream
@@ -199,8 +219,16 @@ class Gateway:
             block=block_plugins,
             timeout=self.settings.plugin_timeout,
             context=PluginContext(log=log, app=app, prefix=prefix),
+            hung_limit=self.settings.plugin_hung_limit,
         )
-        self.wrapped = WrappedApp(app, wsgi=wsgi, wsgi_workers=self.settings.wsgi_workers)
+        self.wrapped = WrappedApp(
+            app,
+            wsgi=wsgi,
+            wsgi_workers=self.settings.wsgi_workers,
+            max_body_bytes=self.settings.max_body_bytes,
+            body_timeout=self.settings.body_timeout,
+            send_timeout=self.settings.send_timeout,
+        )
         count, window = self.settings.ticket_rate
         self.tickets = SocketTickets(
             log, ttl=self.settings.ticket_ttl, rate=count, rate_window=window
@@ -306,6 +334,7 @@ class Gateway:
                 prefix=prefix,
                 max_body_bytes=settings.max_body_bytes,
                 plugins=plugins,
+                body_timeout=settings.body_timeout,
             ),
         ]
         parts.append(
@@ -321,6 +350,15 @@ class Gateway:
                 Middleware(PresenceRoutes, sockets=self.sockets, plugins=plugins, prefix=prefix)
             )
         parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=self.socketio))
+        if settings.legacy_socketio_path is not None:
+            # Long polls held in the wrapped app would each hold one of its threads.
+            legacy_socketio = Middleware(
+                Mount,
+                path=settings.legacy_socketio_path,
+                mounted=self.socketio,
+                as_path=prefix + SOCKETIO_PATH,
+            )
+            parts.append(legacy_socketio)
         parts.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
         if settings.legacy_tasks_path is not None:
             parts.append(

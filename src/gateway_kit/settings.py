@@ -31,6 +31,9 @@ DEFAULT_SEND_TIMEOUT = 30.0
 DEFAULT_QUEUE_SIZE = 1024
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_PLUGIN_TIMEOUT = 5.0
+DEFAULT_PLUGIN_HUNG_LIMIT = 32  # calls one plugin may have past their timeout, still running
+DEFAULT_BODY_TIMEOUT = 60.0
+LEGACY_SOCKETIO_EXAMPLE = "/socket.io"
 DEFAULT_PUMP_SCAN_INTERVAL = 2.0
 DEFAULT_OWNED_RUN_SWEEP_INTERVAL = 2.0
 DEFAULT_WORKING_DIR = "."
@@ -146,6 +149,9 @@ class GatewaySettings:
     reply_timeout: float | None = None
     cancel_deadline: float | None = None
     max_run_duration: float | None = None
+    plugin_hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    legacy_socketio_path: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -193,6 +199,13 @@ class GatewaySettings:
                 _positive_number(name, getattr(self, name))
         if self.max_run_duration is not None:
             check_duration("max_run_duration", self.max_run_duration)
+        _positive_integer("plugin_hung_limit", self.plugin_hung_limit)
+        _positive_number("body_timeout", self.body_timeout)
+        if self.legacy_socketio_path is not None:
+            path = normalize_path(
+                "legacy_socketio_path", self.legacy_socketio_path, example=LEGACY_SOCKETIO_EXAMPLE
+            )
+            set_(self, "legacy_socketio_path", path)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -11,7 +11,8 @@
   conversation: an event of no run (``TitleChanged``), which every client of the conversation
   gets, REST-only ones too.
 - ``GET /api/socket-token`` and ``/socket.io``: the legacy Socket.IO channel, see
-  `gateway_kit.demo.legacy_sockets` (issuing a token clears the user's other pending ones).
+  `gateway_kit.demo.legacy_sockets` (issuing a token clears the user's other pending ones;
+  behind the gateway, the gateway serves both).
 - ``GET /conversations/<conversation_id>`` is a page showing the conversation's live events
   (opening it makes the logged-in user the conversation's owner, who alone may read it),
   read with `EventSource` from the gateway (``/gateway/streams/<conversation_id>/events``). It

@@ -20,6 +20,7 @@ from ..settings import database_url
 from ..types import Message, Receive, Scope, Send
 from .app import create_app
 from .goose import TYPING_DELAY, SimulatedGoose
+from .legacy_sockets import LEGACY_SOCKETIO_PATH
 
 
 class DemoApp:
@@ -73,7 +74,14 @@ def build_demo(
         raise
     flask_app = create_app(config)
     flask_app.config["EVENT_LOG"] = log  # step 2 of adopting gateway_kit: events go to the log
-    gateway = Gateway(flask_app, log=log, upstream=goose.upstream, allow_anonymous=anonymous)
+    gateway = Gateway(
+        flask_app,
+        log=log,
+        upstream=goose.upstream,
+        allow_anonymous=anonymous,
+        # The legacy clients' Socket.IO path is served by the gateway, not in Flask's threads.
+        legacy_socketio_path="/" + LEGACY_SOCKETIO_PATH,
+    )
     return DemoApp(gateway, goose)
 
 

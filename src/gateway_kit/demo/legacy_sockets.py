@@ -3,9 +3,12 @@ python-socketio server at ``/socket.io`` that admits a connect carrying that tok
 
 Kept as the legacy server had it, bug included: issuing a token first clears every pending
 token of the same user, so of two tabs (or a tab and a CLI) asking at about the same time, the
-first to ask cannot connect. Behind `Gateway`, ``GET /api/socket-token`` is answered by the
-gateway instead, in the same shape, with a ticket of its own Socket.IO endpoint
-(``/gateway/socket.io``), and no client knocks another out.
+first to ask cannot connect; and behind a2wsgi, each long poll at ``/socket.io`` holds one of
+the app's threads for as long as it waits. Behind `Gateway` (as `gateway_kit.demo.gateway`
+builds it), ``GET /api/socket-token`` is answered by the gateway instead, in the same shape,
+with a ticket of its own Socket.IO server, which serves ``/socket.io`` too (its
+``legacy_socketio_path``), in the event loop: no client knocks another out, and no long poll
+reaches Flask.
 """
 
 from __future__ import annotations

@@ -9,11 +9,9 @@ deployment's plugins are asked before them. Any plugin can be blocked by name.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,19 +20,24 @@ import pluggy
 from ..exceptions import PluginError
 from ..http.errors import FORBIDDEN, HTTPError
 from ..principal import Principal
-from ..settings import DEFAULT_PLUGIN_TIMEOUT
+from ..settings import DEFAULT_PLUGIN_HUNG_LIMIT, DEFAULT_PLUGIN_TIMEOUT
 from ..types import Scope
 from . import hookspecs
 from .context import PluginContext
+from .hung import HungCalls, counted
 from .loading import BUILT_IN, PASSED_IN, PluginSource, entry_points, load
 from .markers import PROJECT
 from .policy import CURRENT_CALL, CallProgress, HookFailed, Refused, guarded, logger
+from .threads import HookThreads
 
-# Threads for hooks that may block; a plugin stuck in one never holds up the log's readers.
+# Threads for hooks that may block, counting only calls within their time (a hung call's
+# thread is replaced): a plugin stuck in one never holds up the log's readers.
 HOOK_THREADS = 8
-# Threads for the hooks of runs' lives (guards, recoveries, billing): enough that a few stuck
-# plugins leave the other runs theirs.
+# Threads for the hooks of runs' lives (guards, recoveries): enough for many runs at once.
 LIFECYCLE_THREADS = 32
+# Threads for `bill_run` alone: bills are delivered whatever the guards do.
+BILLING_THREADS = 4
+LIFECYCLE_HOOKS = frozenset({"finish_guard", "classify_error", "plan_recovery"})
 
 ASYNC_HOOK = "plugin {name!r}: {attr} is async; gateway_kit hooks are synchronous (return an "
 ASYNC_HOOK += "object that does the async work instead)"
@@ -61,9 +64,10 @@ class PluginInfo:
 class _Manager(pluggy.PluginManager):
     """pluggy's manager, with every hook implementation `guarded` as it is registered."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, hung: HungCalls) -> None:
         super().__init__(PROJECT)
         self.timeout = timeout
+        self.hung = hung
 
     def get_canonical_name(self, plugin: object) -> str:
         name = getattr(plugin, "__name__", None)
@@ -85,8 +89,11 @@ class _Manager(pluggy.PluginManager):
                     if impl.plugin is plugin:
                         self._check(registered, impl)
                         # pluggy types it Final; replacing it routes every call through the guard.
-                        impl.function = guarded(  # type: ignore[misc]
-                            impl.function, registered, caller.name, timeout=self.timeout
+                        impl.function = counted(  # type: ignore[misc]
+                            guarded(impl.function, registered, caller.name, timeout=self.timeout),
+                            registered,
+                            caller.name,
+                            self.hung,
                         )
         except PluginError:
             self.unregister(plugin)
@@ -113,6 +120,8 @@ class Plugins:
     :param block: names of plugins not to register (built-ins included).
     :param timeout: seconds an access decision (`resolve_principal`, `authorize_subscription`)
         may take before it counts as a refusal.
+    :param hung_limit: calls one plugin may have hung (past their timeout, still running in
+        their threads) before it is no longer asked, its hooks failing at once.
     :param context: what each plugin's `configure_plugin` gets beside its settings.
     """
 
@@ -125,10 +134,12 @@ class Plugins:
         block: Iterable[str] = (),
         timeout: float = DEFAULT_PLUGIN_TIMEOUT,
         context: PluginContext | None = None,
+        hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT,
     ) -> None:
         self.timeout = timeout
         self.context = context if context is not None else PluginContext()
-        self.manager = _Manager(timeout)
+        self.hung = HungCalls(hung_limit)
+        self.manager = _Manager(timeout, self.hung)
         self.manager.add_hookspecs(hookspecs)
         self.blocked = frozenset(block)
         for name in self.blocked:
@@ -143,8 +154,7 @@ class Plugins:
             self._register(plugin, None, PluginSource(PASSED_IN))
         self._check_pending()
         self._configure(config or {})
-        self._executor: ThreadPoolExecutor | None = None
-        self._lifecycle_executor: ThreadPoolExecutor | None = None
+        self._pools: dict[str, HookThreads] = {}
         # Asked for every request: with no resolver registered, not even pluggy is called.
         self._resolvers = bool(self.manager.hook.resolve_principal.get_hookimpls())
 
@@ -207,18 +217,14 @@ class Plugins:
     async def authorize_subscription(self, principal: Principal, stream: str) -> bool:
         """Whether `principal` may read `stream`; asked off the event loop, within the timeout."""
         progress = CallProgress()
-
-        def ask() -> bool | None:
-            CURRENT_CALL.set(progress)  # this thread's copy of the caller's context
-            answer: bool | None = self.manager.hook.authorize_subscription(
-                principal=principal, stream=stream
-            )
-            return answer
-
-        loop = asyncio.get_running_loop()
+        hook = self.manager.hook.authorize_subscription
         try:
-            async with asyncio.timeout(self.timeout):
-                answer = await loop.run_in_executor(self._threads(), _in_context(ask))
+            answer = await self._run(
+                "authorize_subscription",
+                progress,
+                lambda: hook(principal=principal, stream=stream),
+                self.timeout,
+            )
         except TimeoutError:
             logger.error(UNANSWERED, progress.plugin, self.timeout)
             return False
@@ -234,26 +240,19 @@ class Plugins:
             raise HTTPError(403, FORBIDDEN, NOT_YOURS.format(stream=stream))
 
     async def call_in_thread(self, hook: str, *, timeout: float, **arguments: Any) -> Any:
-        """Call `hook` with `arguments` in a worker thread; `TimeoutError` after `timeout`
-        seconds (the call goes on in its thread, and its answer is dropped), `HookFailed`
-        when an implementation of a hook whose calls are made again (`bill_run`) raised.
+        """Call `hook` with `arguments` in a worker thread; `TimeoutError` once it has run
+        `timeout` seconds (the call goes on in its thread, and its answer is dropped),
+        `HookFailed` when an implementation of a hook whose calls are made again (`bill_run`)
+        raised or was not asked (its plugin has too many calls hung).
 
-        For the hooks of a run's life, in a pool of their own (apart from the access hooks'):
-        a plugin that never returns holds one of its `LIFECYCLE_THREADS` threads, and the
-        other runs go on in the others. Threads are kept, so that what they read keeps its
-        connection.
+        The timeout counts from when the call starts. The hooks of a run's life
+        (`LIFECYCLE_HOOKS`), `bill_run` and the others each have threads of their own, and a
+        call past its timeout no longer holds a place in them (`gateway_kit.hooks.threads`).
         """
         progress = CallProgress()
         caller = getattr(self.manager.hook, hook)
-
-        def call() -> Any:
-            CURRENT_CALL.set(progress)
-            return caller(**arguments)
-
-        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(timeout):
-                answer = await loop.run_in_executor(self._lifecycle_threads(), _in_context(call))
+            answer = await self._run(hook, progress, lambda: caller(**arguments), timeout)
         except TimeoutError:
             logger.error(SLOW_HOOK, progress.plugin, hook, timeout)
             raise
@@ -264,19 +263,28 @@ class Plugins:
     def implements(self, hook: str) -> bool:
         return bool(getattr(self.manager.hook, hook).get_hookimpls())
 
-    def _lifecycle_threads(self) -> ThreadPoolExecutor:
-        if self._lifecycle_executor is None:
-            self._lifecycle_executor = ThreadPoolExecutor(
-                LIFECYCLE_THREADS, thread_name_prefix="gateway-kit-lifecycle"
-            )
-        return self._lifecycle_executor
+    async def _run(
+        self, hook: str, progress: CallProgress, call: Callable[[], Any], timeout: float
+    ) -> Any:
+        """`call()` in the threads of `hook`, with `progress` as the call's `CURRENT_CALL`."""
 
-    def _threads(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(HOOK_THREADS, thread_name_prefix="gateway-kit-hook")
-        return self._executor
+        def in_thread() -> Any:
+            CURRENT_CALL.set(progress)  # this thread's copy of the caller's context
+            return call()
 
+        context = contextvars.copy_context()
+        return await self._threads(hook).run(
+            lambda: context.run(in_thread), timeout, lambda: self.hung.abandon(progress)
+        )
 
-def _in_context(function: Any) -> Any:
-    context = contextvars.copy_context()
-    return lambda: context.run(function)
+    def _threads(self, hook: str) -> HookThreads:
+        if hook == "bill_run":
+            kind, size = "billing", BILLING_THREADS
+        elif hook in LIFECYCLE_HOOKS:
+            kind, size = "lifecycle", LIFECYCLE_THREADS
+        else:
+            kind, size = "hook", HOOK_THREADS
+        pool = self._pools.get(kind)
+        if pool is None:
+            pool = self._pools[kind] = HookThreads(size, f"gateway-kit-{kind}")
+        return pool

@@ -108,6 +108,9 @@ class CallProgress:
 
     plugin: str | None = None
     failed: list[str] = field(default_factory=list)  # plugins whose call is to be made again
+    running: bool = False  # inside `plugin`'s implementation
+    overdue: bool = False  # past its timeout: its caller no longer waits for the answer
+    charged: str | None = None  # the plugin this call counts as hung in
 
 
 CURRENT_CALL: contextvars.ContextVar[CallProgress | None] = contextvars.ContextVar(

@@ -38,7 +38,7 @@ from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
 from ..http.lifespan import observe_lifespan
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
-from ..settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_PREFIX
+from ..settings import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_PREFIX
 from ..types import ASGIApp, Receive, Scope, Send
 from .model import Attempt, Run
 from .service import RunService
@@ -88,6 +88,7 @@ class RunRoutes:
     :param max_body_bytes: the largest request body accepted (413 above it).
     :param plugins: whose `authorize_subscription` decides who uses a stream's runs (a
         `Plugins` of the built-ins when not given).
+    :param body_timeout: seconds a client may take to send its body (408 after it).
     """
 
     def __init__(
@@ -98,10 +99,12 @@ class RunRoutes:
         prefix: str = DEFAULT_PREFIX,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         plugins: Plugins | None = None,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         self.app = app
         self.service = service
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
         self.plugins = plugins if plugins is not None else Plugins()
         self.owners = StreamOwners(service.log) if service is not None else None
         self.router = Router(
@@ -134,7 +137,9 @@ class RunRoutes:
 
     async def start(self, request: Request) -> None:
         principal = request.principal
-        body = await read_json_body(request, max_bytes=self.max_body_bytes)
+        body = await read_json_body(
+            request, max_bytes=self.max_body_bytes, timeout=self.body_timeout
+        )
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, str) or not message.strip():
             raise HTTPError(400, INVALID_BODY, BODY_MESSAGE)

@@ -1,0 +1,212 @@
+"""A plugin call that never returns starves nobody: other requests are served, the plugin is
+no longer asked once it has `plugin_hung_limit` calls hung (failing as its hook's failure value,
+logged with its name), and it is asked again once they return. Lifecycle hooks and billing:
+`tests/runs/test_hung_hooks.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from gateway_kit import EventLog, Gateway, Principal, hookimpl
+from gateway_kit.access import StreamOwners
+from gateway_kit.hooks import manager
+from gateway_kit.hooks.threads import HookThreads
+
+from ..waiting import until
+from .plugins_for_tests import plugin
+
+JSON = {"accept": "application/json"}
+ALICE = {"x-user": "alice", **JSON}
+STUCK_READS = manager.HOOK_THREADS * 2 + 4  # more than the threads the access hooks have
+
+
+@pytest.fixture
+def log(sqlite_url: str) -> Iterator[EventLog]:
+    with EventLog(sqlite_url) as event_log:
+        event_log.append("mine", "Message", {"text": "hi"}, run_id="run-mine")
+        StreamOwners(event_log).declare("mine", "alice")
+        yield event_log
+
+
+def by_header(scope: dict[str, object]) -> Principal | None:
+    for key, value in scope["headers"]:  # type: ignore[attr-defined]
+        if key == b"x-user":
+            return Principal(value.decode(), "header", credential_id="test")
+    return None
+
+
+class StuckAcl:
+    """A plugin whose `authorize_subscription` hangs on stream ``stuck`` until released, and
+    defers on every other stream (to the built-in owner-only answer)."""
+
+    __name__ = "stuck-acl"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.asked: list[str] = []
+        self.lock = threading.Lock()
+
+    @hookimpl
+    def authorize_subscription(self, principal: Principal, stream: str) -> bool | None:
+        with self.lock:
+            self.asked.append(stream)
+        if stream == "stuck":
+            self.release.wait(30)  # a plugin blocked on its own I/O
+            return True
+        return None
+
+    def entered(self, stream: str) -> int:
+        with self.lock:
+            return self.asked.count(stream)
+
+
+def client(gateway: Gateway) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=gateway)
+    return httpx.AsyncClient(transport=transport, base_url="http://gateway.test")
+
+
+def test_a_plugin_hung_on_one_stream_never_starves_the_owner_of_another(log: EventLog) -> None:
+    acl = StuckAcl()
+    gateway = Gateway(
+        log=log,
+        plugins=[
+            plugin("header-identity", resolve_principal=by_header),
+            acl,
+        ],
+        plugin_timeout=0.3,
+    )
+
+    async def main() -> None:
+        async with client(gateway) as http:
+            stuck = [
+                asyncio.create_task(http.get("/gateway/streams/stuck/events", headers=ALICE))
+                for _ in range(STUCK_READS)
+            ]
+            # Every thread the access hooks had is now held by a call that never returns.
+            await until(lambda: acl.entered("stuck") >= manager.HOOK_THREADS)
+            for _ in range(5):
+                mine = await http.get("/gateway/streams/mine/events", headers=ALICE)
+                assert mine.status_code == 200, mine.text
+                assert [e["data"] for e in mine.json()["events"]] == [{"text": "hi"}]
+                assert not all(task.done() for task in stuck)  # still in flight
+            acl.release.set()
+            answers = await asyncio.gather(*stuck)
+        # A read of the stuck stream is refused (the plugin did not answer in time), or
+        # allowed (it answered once released); never an error.
+        assert {a.status_code for a in answers} <= {200, 403}
+
+    try:
+        asyncio.run(main())
+    finally:
+        acl.release.set()
+
+
+def test_a_plugin_with_too_many_hung_calls_fails_fast_and_is_named_until_they_return(
+    log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    acl = StuckAcl()
+
+    def classify(error: str) -> str:
+        return "KNOWN_ERROR"
+
+    gateway = Gateway(
+        log=log,
+        plugins=[
+            plugin("header-identity", resolve_principal=by_header),
+            acl,
+            plugin("classifier", classify_error=classify),
+        ],
+        plugin_timeout=0.2,
+        plugin_hung_limit=2,
+    )
+
+    async def main() -> None:
+        async with client(gateway) as http:
+            for _ in range(2):
+                stuck = await http.get("/gateway/streams/stuck/events", headers=ALICE)
+                assert stuck.status_code == 403  # not answered within the plugin timeout
+            mine = await http.get("/gateway/streams/mine/events", headers=ALICE)
+            # The plugin is not asked (it might have refused): the read is refused at once.
+            assert mine.status_code == 403
+            assert acl.entered("mine") == 0
+            # Other plugins are asked as before.
+            answer = await gateway.plugins.call_in_thread(
+                "classify_error", timeout=1.0, error="boom", run=None
+            )
+            assert answer == "KNOWN_ERROR"
+            acl.release.set()
+
+            async def served() -> bool:
+                answer = await http.get("/gateway/streams/mine/events", headers=ALICE)
+                return answer.status_code == 200
+
+            await until(served)  # its hung calls returned: it is asked again
+            assert acl.entered("mine") >= 1
+
+    with caplog.at_level(logging.ERROR):
+        try:
+            asyncio.run(main())
+        finally:
+            acl.release.set()
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("'stuck-acl' did not answer authorize_subscription" in m for m in messages)
+    assert any("'stuck-acl' has 2 calls hung" in m for m in messages)
+
+
+def test_a_hung_call_is_replaced_and_the_timeout_counts_from_its_start() -> None:
+    threads = HookThreads(1, "test-hook")
+    release = threading.Event()
+
+    async def main() -> None:
+        hung = asyncio.create_task(threads.run(lambda: release.wait(30), 0.2))
+        # Queued behind the hung call: it still gets its whole timeout once it starts.
+        answer = await threads.run(lambda: "answered", 0.2)
+        assert answer == "answered"
+        with pytest.raises(TimeoutError):
+            await hung
+        assert threads.hung == 1
+        release.set()
+        await until(lambda: threads.hung == 0)
+        assert await threads.run(lambda: "again", 0.2) == "again"
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+
+
+def test_a_call_whose_caller_left_before_it_started_is_still_counted_hung() -> None:
+    threads = HookThreads(1, "test-hook")
+    busy, entered, release = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        busy.set()
+        release.wait(30)
+
+    def stuck() -> None:
+        entered.set()
+        release.wait(30)
+
+    async def main() -> None:
+        running = asyncio.create_task(threads.run(first, 0.2))
+        await until(busy.is_set)
+        left = asyncio.create_task(threads.run(stuck, 0.2))
+        await asyncio.sleep(0)  # one turn of the loop: the call is queued
+        left.cancel()  # its client went away before it started
+        await until(entered.is_set)  # it runs all the same, in a fresh thread
+        answer = await asyncio.wait_for(threads.run(lambda: "answered", 0.2), 5)
+        assert answer == "answered"  # it did not keep its thread from the next call
+        release.set()
+        with pytest.raises(TimeoutError):
+            await running
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
