@@ -58,6 +58,10 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("legacy_socket_token_path", "api/socket-token"),
         ("socket_origins", "https://app.example.com"),
         ("socket_origins", ["app.example.com"]),
+        ("max_page_bytes", 0),
+        ("max_page_bytes", 4.5),
+        ("max_message_bytes", -1),
+        ("max_message_bytes", "256k"),
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

@@ -30,6 +30,10 @@ DEFAULT_PING_INTERVAL = 15.0
 DEFAULT_SEND_TIMEOUT = 30.0
 DEFAULT_QUEUE_SIZE = 1024
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+# What one page or replay chunk may hold of events' data: a server's memory follows clients
+# times this, whatever the size of the events.
+DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024  # a run's message, UTF-8
 DEFAULT_PLUGIN_TIMEOUT = 5.0
 DEFAULT_PUMP_SCAN_INTERVAL = 2.0
 DEFAULT_OWNED_RUN_SWEEP_INTERVAL = 2.0
@@ -123,6 +127,8 @@ class GatewaySettings:
     ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE
     legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH
     socket_origins: tuple[str, ...] | None = None
+    max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -165,6 +171,8 @@ class GatewaySettings:
             if isinstance(origins, str) or not all(_origin(o) for o in origins):
                 raise SettingsError(BAD_ORIGINS.format(value=origins))
             set_(self, "socket_origins", tuple(origins))
+        for name in ("max_page_bytes", "max_message_bytes"):
+            _positive_integer(name, getattr(self, name))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
