@@ -293,6 +293,14 @@ def test_a_message_above_max_message_bytes_is_a_413_that_writes_nothing(log_url:
     with_gateway(log_url, check, max_message_bytes=limit)
 
 
+def test_a_message_of_a_million_characters_is_a_413_by_default(log_url: str) -> None:
+    async def check(gateway: Gateway, log: EventLog, fake: FakeGoose) -> None:
+        call = post_json(runs_path("conv"), {"message": "x" * 1_000_000})  # within the body limit
+        await refused(gateway, log, fake, call, 413, "payload_too_large")
+
+    with_gateway(log_url, check)
+
+
 # --- the events of a run nobody started ---------------------------------------------------
 
 
