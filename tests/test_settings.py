@@ -70,6 +70,10 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("body_timeout", 0),
         ("body_timeout", float("inf")),
         ("legacy_socketio_path", "socket.io"),
+        ("max_page_bytes", 0),
+        ("max_page_bytes", 4.5),
+        ("max_message_bytes", -1),
+        ("max_message_bytes", "256k"),
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

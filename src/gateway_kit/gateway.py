@@ -30,6 +30,8 @@ from .settings import (
     DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
     DEFAULT_LEGACY_TASKS_PATH,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_PAGE_BYTES,
     DEFAULT_OWNED_RUN_SWEEP_INTERVAL,
     DEFAULT_PING_INTERVAL,
     DEFAULT_PLUGIN_HUNG_LIMIT,
@@ -115,6 +117,13 @@ class Gateway:
         its client has read them (a replay, too, sends a page and waits for it to be read).
     :param max_body_bytes: the largest request body the gateway's routes accept (413 above it),
         and the wrapped WSGI app is handed.
+    :param max_body_bytes: the largest request body the gateway's routes accept (413 above it).
+    :param max_page_bytes: how much of events' data (bytes of their JSON) one JSON page, legacy
+        poll answer, SSE replay chunk or Socket.IO replay page holds at most, besides one event
+        (a page always holds one, so a cursor always moves on); the client continues from the
+        page's cursor. Besides `queue_size`, what bounds the server's memory per client.
+    :param max_message_bytes: the largest message (UTF-8) a run may be started with (413 above
+        it, nothing written).
     :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
     :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
     :param lifecycle_settings: how runs end (`gateway_kit.runs.lifecycle`): how many follow-up
@@ -185,6 +194,8 @@ class Gateway:
         plugin_hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
         legacy_socketio_path: str | None = None,
+        max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.settings = GatewaySettings(
             prefix=prefix,
@@ -208,6 +219,8 @@ class Gateway:
             plugin_hung_limit=plugin_hung_limit,
             body_timeout=body_timeout,
             legacy_socketio_path=legacy_socketio_path,
+            max_page_bytes=max_page_bytes,
+            max_message_bytes=max_message_bytes,
         )
         self.log = log
         self.upstream = upstream
@@ -240,6 +253,7 @@ class Gateway:
                 ping_interval=self.settings.ping_interval,
                 send_timeout=self.settings.send_timeout,
                 queue_size=self.settings.queue_size,
+                max_page_bytes=self.settings.max_page_bytes,
             ),
         )
         # Ends the runs the app writes itself whose process died: in every gateway process.
@@ -295,6 +309,7 @@ class Gateway:
                 ended_logins=None if self.logins is None else self.logins[1],
                 queue_size=self.settings.queue_size,
                 send_timeout=self.settings.send_timeout,
+                max_page_bytes=self.settings.max_page_bytes,
             )
             socketio = self.sockets
         self.socketio: ASGIApp = socketio
@@ -333,6 +348,7 @@ class Gateway:
                 service=self.runs,
                 prefix=prefix,
                 max_body_bytes=settings.max_body_bytes,
+                max_message_bytes=settings.max_message_bytes,
                 plugins=plugins,
                 body_timeout=settings.body_timeout,
             ),

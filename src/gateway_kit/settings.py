@@ -30,6 +30,10 @@ DEFAULT_PING_INTERVAL = 15.0
 DEFAULT_SEND_TIMEOUT = 30.0
 DEFAULT_QUEUE_SIZE = 1024
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+# What one page or replay chunk may hold of events' data: a server's memory follows clients
+# times this, whatever the size of the events.
+DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024  # a run's message, UTF-8
 DEFAULT_PLUGIN_TIMEOUT = 5.0
 DEFAULT_PLUGIN_HUNG_LIMIT = 32  # calls one plugin may have past their timeout, still running
 DEFAULT_BODY_TIMEOUT = 60.0
@@ -152,6 +156,8 @@ class GatewaySettings:
     plugin_hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     legacy_socketio_path: str | None = None
+    max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -206,6 +212,8 @@ class GatewaySettings:
                 "legacy_socketio_path", self.legacy_socketio_path, example=LEGACY_SOCKETIO_EXAMPLE
             )
             set_(self, "legacy_socketio_path", path)
+        for name in ("max_page_bytes", "max_message_bytes"):
+            _positive_integer(name, getattr(self, name))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

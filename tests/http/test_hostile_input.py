@@ -235,6 +235,72 @@ def test_a_huge_legacy_from_is_a_400_not_a_503(log_url: str, offset: str) -> Non
     with_gateway(log_url, check)
 
 
+ZEROS = "0" * 5000  # digits too: a small number behind them takes more than an int converts
+
+
+def test_a_small_cursor_behind_thousands_of_zeros_is_served_as_that_cursor(log_url: str) -> None:
+    async def check(gateway: Gateway, log: EventLog, fake: FakeGoose) -> None:
+        run_id = a_run_of(log)
+        second = log.append("conv", "Message", {"text": "second"}, run_id=run_id)
+        before = writes(log)
+        pages = [
+            get(f"{PREFIX}/streams/conv/events", f"after={ZEROS}1", accept="application/json"),
+            get(
+                f"{PREFIX}/streams/conv/events",
+                accept="application/json",
+                last_event_id=ZEROS + "1",
+            ),
+            get(f"{PREFIX}/runs/{run_id}/events", f"after={ZEROS}1", accept="application/json"),
+            get(
+                f"{PREFIX}/streams/conv/events",
+                f"after=1&limit={ZEROS}1",
+                accept="application/json",
+            ),
+        ]
+        for call in pages:
+            answer = await call(gateway)
+            assert answer.status == 200, answer.body[:300]
+            assert answer.json()["next_after"] == second.seq
+        streams = [
+            get(f"{PREFIX}/streams/conv/events", f"after={ZEROS}1"),
+            get(f"{PREFIX}/streams/conv/events", last_event_id=ZEROS + "1"),
+            get(f"{PREFIX}/runs/{run_id}/events", last_event_id=ZEROS + "1"),
+        ]
+        for call in streams:
+            call.enough = lambda body: b"\n\n" in body
+            answer = await call(gateway)
+            assert answer.status == 200 and answer.streamed, answer.body[:300]
+            assert answer.body.startswith(f"id: {second.seq}\n".encode())  # after seq 1
+        legacy = await get(f"/api/tasks/{run_id}", f"from={ZEROS}1")(gateway)
+        assert legacy.status == 200, legacy.body[:300]
+        assert [e["idx"] for e in legacy.json()["events"]] == [1]
+        assert writes(log) == before
+
+    with_gateway(log_url, check)
+
+
+def test_a_message_above_max_message_bytes_is_a_413_that_writes_nothing(log_url: str) -> None:
+    limit = 1000
+
+    async def check(gateway: Gateway, log: EventLog, fake: FakeGoose) -> None:
+        over = post_json(runs_path("conv"), {"message": "é" * (limit // 2) + "x"})  # UTF-8 bytes
+        answer = await refused(gateway, log, fake, over, 413, "payload_too_large")
+        assert str(limit) in answer.json()["message"]
+        at_limit = await post_json(runs_path("conv"), {"message": "é" * (limit // 2)})(gateway)
+        assert at_limit.status == 200, at_limit.body
+        await wait_run_ended(gateway, at_limit.json()["run_id"])
+
+    with_gateway(log_url, check, max_message_bytes=limit)
+
+
+def test_a_message_of_a_million_characters_is_a_413_by_default(log_url: str) -> None:
+    async def check(gateway: Gateway, log: EventLog, fake: FakeGoose) -> None:
+        call = post_json(runs_path("conv"), {"message": "x" * 1_000_000})  # within the body limit
+        await refused(gateway, log, fake, call, 413, "payload_too_large")
+
+    with_gateway(log_url, check)
+
+
 # --- the events of a run nobody started ---------------------------------------------------
 
 

@@ -53,6 +53,7 @@ from . import (
 T = TypeVar("T")
 
 MAX_BODY = 16 * 1024  # small, so that bodies near and over it stay cheap
+MAX_MESSAGE = MAX_BODY // 2  # messages between the two limits fit the body, not the run
 EXAMPLES = 300  # per backend, beside the explicit ones: the file runs in about 20 s on 2 cores
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS")
 LEGACY = DEFAULT_LEGACY_TASKS_PATH.rstrip("/")
@@ -112,6 +113,8 @@ BAD_NUMBERS = [
     "9223372036854775807",
     "9223372036854775808",
     "18446744073709551616",
+    "%ED%A0%80",  # a UTF-8-encoded surrogate
+    "\udc80",  # a lone surrogate, as a client that sends raw bytes may
 ]
 ACCEPTS = [
     "application/json",
@@ -189,10 +192,18 @@ class Requests:
     def __init__(self, routes: list[Route], known: list[str], epoch: str) -> None:
         self.routes = routes
         self.run_id = known[2]
-        huge = st.builds(  # around and above the 4,300 digits Python converts to an int
-            lambda lead, n: lead + "9" * n,
-            st.sampled_from(["", "0" * 10, "1"]),
-            st.integers(4290, 6000),
+        huge = st.one_of(  # around and above the 4,300 digits Python converts to an int
+            st.builds(
+                lambda lead, n: lead + "9" * n,
+                st.sampled_from(["", "0" * 10, "1"]),
+                st.integers(4290, 6000),
+            ),
+            # Zeros count as digits too: a small number behind thousands of them.
+            st.builds(
+                lambda n, value: "0" * n + value,
+                st.integers(4290, 6000),
+                st.integers(0, 2**70).map(str),
+            ),
         )
         self.huge = huge
         self.numbers = st.one_of(
@@ -247,6 +258,7 @@ class Requests:
             (2, surrogates),
             (1, st.sampled_from(["", "   ", "a\x00b", "\x00", "\U0001f600", "\u2028"])),
             (1, st.integers(MAX_BODY - 64, MAX_BODY + 64).map(lambda n: "x" * n)),
+            (1, st.integers(MAX_MESSAGE - 8, MAX_MESSAGE + 8).map(lambda n: "x" * n)),
             (1, documents),
         )
         with_message = st.builds(
@@ -343,12 +355,16 @@ def calls(draw: st.DrawFn, r: Requests) -> Call:
     for name, (good, bad) in values.items():
         value = part(name, good, bad)
         if value is not None:
-            headers.append((name.encode(), value.encode("utf-8")))
+            headers.append((name.encode(), value.encode("utf-8", "surrogateescape")))
     pairs = part(
         "query", st.sampled_from([[], [("after", "0")], [("limit", "5")], [("from", "0")]]), r.query
     )
-    encode = draw(st.sampled_from([lambda v: quote(v, safe=""), lambda v: v]))
-    query = "&".join(f"{key}={encode(value)}" for key, value in pairs).encode("utf-8")
+    encode = draw(
+        st.sampled_from([lambda v: quote(v, safe="", errors="surrogateescape"), lambda v: v])
+    )
+    query = "&".join(f"{key}={encode(value)}" for key, value in pairs).encode(
+        "utf-8", "surrogateescape"
+    )
     chunk = part("chunk", st.just(0), st.integers(1, 4096))
     return Call(method, path.encode("utf-8"), query, headers, body, chunk)
 
@@ -430,7 +446,9 @@ def surface(log_url: str) -> Iterator[tuple[asyncio.Runner, Surface, list[str]]]
     with asyncio.Runner() as runner, contextlib.ExitStack() as closing:
         fake = FakeGoose(ping_interval=0.05)
         gates = contextlib.AsyncExitStack()
-        opened = running_gateway(log_url, fake, max_body_bytes=MAX_BODY)
+        opened = running_gateway(
+            log_url, fake, max_body_bytes=MAX_BODY, max_message_bytes=MAX_MESSAGE
+        )
         gateway, log = runner.run(gates.enter_async_context(opened))
         closing.callback(lambda: runner.run(gates.aclose()))
         checker = Surface(gateway, log, fake)
@@ -443,6 +461,7 @@ def surface(log_url: str) -> Iterator[tuple[asyncio.Runner, Surface, list[str]]]
 def known_cases(run_id: str) -> list[Call]:
     """Each way the surface used to fail, tried on every run before the random requests."""
     huge = "9" * 5000
+    zeros = "0" * 5000 + "1"  # a small number, behind more digits than an int takes
     runs = f"{PREFIX}/streams/conv/runs"
 
     def post(body: bytes, headers: list[tuple[bytes, bytes]] = JSON_TYPE) -> Call:
@@ -457,11 +476,18 @@ def known_cases(run_id: str) -> list[Call]:
         post(b'{"message": "' + b"x" * MAX_BODY + b'"}'),  # over the size limit
         post(b'{"message": "hi"}', [(b"content-type", b"text/plain")]),
         post(b'{"message": "hi"}', [*JSON_TYPE, (b"content-length", huge.encode())]),
+        post(b'{"message": "hi"}', [*JSON_TYPE, (b"content-length", zeros.encode())]),
         get(f"{PREFIX}/streams/conv/events", accept="application/json", last_event_id=huge),
         get(f"{PREFIX}/streams/conv/events", f"after={huge}"),
         get(f"{PREFIX}/streams/conv/events", f"limit={huge}", accept="application/json"),
         get(f"{PREFIX}/runs/{run_id}/events", accept="application/json", last_event_id=huge),
         get(f"{LEGACY}/{run_id}", f"from={huge}"),
+        get(f"{PREFIX}/streams/conv/events", f"after={zeros}"),
+        get(f"{PREFIX}/streams/conv/events", accept="application/json", last_event_id=zeros),
+        get(f"{PREFIX}/streams/conv/events", f"limit={zeros}", accept="application/json"),
+        get(f"{PREFIX}/runs/{run_id}/events", last_event_id=zeros),
+        get(f"{LEGACY}/{run_id}", f"from={zeros}"),
+        post(json.dumps({"message": "x" * (MAX_MESSAGE + 1)}).encode()),  # over the run's limit
         get(f"{PREFIX}/runs/{uuid.uuid4()}/events"),
         Call("PUT", runs.encode()),
         post(b'{"message": "a run that starts"}'),

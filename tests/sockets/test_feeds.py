@@ -25,7 +25,10 @@ class FakeLog:
     def __init__(self, last: int) -> None:
         self.events = [FakeEvent(seq) for seq in range(1, last + 1)]
 
-    async def aread(self, *, after: int, stream: str, limit: int) -> list[FakeEvent]:
+    async def aread(
+        self, *, after: int, stream: str, limit: int, max_bytes: int | None = None
+    ) -> list[FakeEvent]:
+        assert max_bytes is None  # the feeds are made without a cap here
         return [e for e in self.events if e.seq > after][:limit]
 
 

@@ -314,3 +314,28 @@ def test_a_conversation_event_of_no_run_reaches_socket_and_rest_only_clients(
         assert [e.type for e in log.read(stream=ALICE)] == ["TitleChanged"]
 
     run(main())
+
+
+def test_a_replay_in_pages_capped_by_bytes_sends_every_event_once(log_url: str) -> None:
+    log = EventLog(log_url)
+    StreamOwners(log).declare(ALICE, "alice")
+    _, token = ApiTokens(log).create("alice")
+    sizes = [1000, 1000, 1000, 7000, 10, 10, 2500, 3000, 1, 1] * 3
+    for n, size in enumerate(sizes):
+        log.append(ALICE, "Message", {"n": n, "text": "é" * (size // 2)})  # UTF-8 bytes count
+    gateway = Gateway(flask_app(log), log=log, max_page_bytes=3000)
+
+    async def main() -> None:
+        cli = with_token(base, token)
+        async with connected(cli):
+            assert await cli.subscribe(ALICE, after=0) == {"ok": True}
+            await cli.until(lambda: len(cli.events) >= len(sizes), "every event")
+            mark = await log.aappend(ALICE, "Message", {"n": len(sizes)})
+            await cli.until(lambda: mark.seq in cli.seqs(ALICE), "the live event after them")
+        assert [e["data"]["n"] for e in cli.events] == list(range(len(sizes) + 1))
+
+    try:
+        with serve_in_thread(gateway) as base:
+            run(main())
+    finally:
+        log.close()

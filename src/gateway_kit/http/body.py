@@ -56,7 +56,9 @@ async def read_body(
         text = declared.strip()
         if not (text.isascii() and text.isdigit()):
             raise HTTPError(400, INVALID_BODY, BAD_LENGTH.format(value=declared))
-        if len(text.lstrip("0")) > len(str(max_bytes)) or int(text) > max_bytes:
+        # Python converts no more than a few thousand digits, zeros in front included.
+        significant = text.lstrip("0") or "0"
+        if len(significant) > len(str(max_bytes)) or int(significant) > max_bytes:
             raise HTTPError(413, PAYLOAD_TOO_LARGE, TOO_LARGE.format(limit=max_bytes), [CLOSE])
     body = bytearray()
     try:

@@ -13,6 +13,9 @@ from ..exceptions import InvalidCursor, InvalidEvent, PayloadTooLarge
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 MAX_NAME_LENGTH = 200
+# A seq is a 64-bit database integer: a larger cursor cannot be a seq of any log.
+MAX_SEQ = 2**63 - 1
+MAX_SEQ_DIGITS = len(str(MAX_SEQ))
 TERMINAL_TYPES = frozenset({"Finish", "Error"})
 
 # ensure_ascii=False keeps the stored text close to what was sent; U+2028/U+2029 are legal
@@ -245,11 +248,26 @@ def type_name(value: object) -> str:
 
 
 def check_cursor(after: object, *, name: str = "after") -> int:
-    """A cursor is a non-negative integer seq (bool and float are refused, digit strings taken)."""
-    if isinstance(after, str) and after.strip().isdigit():
-        after = int(after)
+    """A cursor is a non-negative integer seq (bool and float are refused, digit strings taken)
+    no larger than a seq can be (a 64-bit database integer)."""
+    if isinstance(after, str):
+        digits = after.strip().lstrip("0") or "0"
+        # Python refuses to convert more than a few thousand digits; a seq has at most 19.
+        if digits.isascii() and digits.isdigit() and len(digits) <= MAX_SEQ_DIGITS:
+            after = int(digits)
     if isinstance(after, bool) or not isinstance(after, int):
-        raise InvalidCursor(f"{name} must be a non-negative integer, got {after!r}")
+        raise InvalidCursor(f"{name} must be a non-negative integer, got {shown(after)}")
     if after < 0:
-        raise InvalidCursor(f"{name} must be a non-negative integer, got {after}")
+        raise InvalidCursor(f"{name} must be a non-negative integer, got {shown(after)}")
+    if after > MAX_SEQ:
+        raise InvalidCursor(f"{name} must be at most {MAX_SEQ}, got {shown(after)}")
     return after
+
+
+def shown(value: object, width: int = 80) -> str:
+    """`value` for an error message: its repr, cut to `width`; Python cannot print an integer
+    of more than a few thousand digits, so a large one is told by its size."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."

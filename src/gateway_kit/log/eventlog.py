@@ -19,12 +19,14 @@ from . import migrate
 from .backend import Backend, Latest, RunEnd
 from .event import (
     DEFAULT_MAX_PAYLOAD_BYTES,
+    MAX_SEQ,
     TERMINAL_TYPES,
     Event,
     NewEvent,
     check_cursor,
     prepare,
     prepare_json,
+    shown,
 )
 from .group_commit import GroupCommit
 from .notifier import Notifier
@@ -38,6 +40,7 @@ logger = logging.getLogger("gateway_kit.log")
 DEFAULT_READ_LIMIT = 1000
 FIELDS = frozenset({"stream", "type", "data", "data_json", "run_id", "upstream_event_id"})
 TAIL_BATCH = 1000
+TAIL_BYTES = 4 * 1024 * 1024  # a tail holds one read's events: a few MiB, however large they are
 # A tail re-reads this often even without a notification, in case one was lost.
 IDLE_RECHECK_SECONDS = 2.0
 
@@ -271,9 +274,15 @@ class EventLog:
         run_id: str | None = None,
         types: Iterable[str] = (),
         settled: bool = True,
+        max_bytes: int | None = None,
     ) -> list[Event]:
         """Events with seq > `after`, ordered by seq, at most `limit` of them; with `types`,
         only events of those types.
+
+        `max_bytes` caps the page by size as well: it ends with the event that brings the size
+        of the events' data (UTF-8 bytes of their JSON) to `max_bytes` or beyond, so it holds
+        at least one event (see `gateway_kit.log.pages`; `may_continue` tells whether more
+        may follow). The database stops there: the rows past the cap are never read out.
 
         `settled=False` reads every committed event, also those a reader following the log by
         cursor is not given yet (on PostgreSQL, while an older transaction may still commit
@@ -282,13 +291,19 @@ class EventLog:
         the server runs.
         """
         after = check_cursor(after)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidCursor(f"limit must be a positive integer, got {limit!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_SEQ:
+            raise InvalidCursor(f"limit must be an integer from 1 to {MAX_SEQ}, got {shown(limit)}")
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
+        ):
+            raise InvalidCursor(
+                f"max_bytes must be a positive integer or None, got {shown(max_bytes)}"
+            )
         wanted = tuple(types)
         if any(not isinstance(t, str) for t in wanted):
             raise TypeError(f"types must be strings, got {wanted!r}")
         self._check_open()
-        return self._backend.read(after, stream, run_id, limit, wanted, settled)
+        return self._backend.read(after, stream, run_id, limit, wanted, settled, max_bytes)
 
     async def aread(
         self,
@@ -299,8 +314,11 @@ class EventLog:
         run_id: str | None = None,
         types: Iterable[str] = (),
         settled: bool = True,
+        max_bytes: int | None = None,
     ) -> list[Event]:
-        read = functools.partial(self.read, run_id=run_id, types=tuple(types), settled=settled)
+        read = functools.partial(
+            self.read, run_id=run_id, types=tuple(types), settled=settled, max_bytes=max_bytes
+        )
         return await asyncio.to_thread(read, after, stream, limit)
 
     def last_seq(self, stream: str | None = None) -> int:
@@ -360,7 +378,7 @@ class EventLog:
         cursor = check_cursor(after)
         while True:
             seen = self._notifier.version  # before reading, so no commit slips between
-            events = await self.aread(cursor, stream, batch, run_id=run_id)
+            events = await self.aread(cursor, stream, batch, run_id=run_id, max_bytes=TAIL_BYTES)
             if events:
                 for event in events:
                     yield event

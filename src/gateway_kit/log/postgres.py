@@ -39,6 +39,7 @@ from .backend import (
 )
 from .database import postgres_engine
 from .event import Event, NewEvent
+from .pages import capped_sql_postgres, filter_params
 from .schema import (
     LISTENER_LOCK_CLASS,
     META,
@@ -202,9 +203,16 @@ class PostgresBackend:
         limit: int,
         types: tuple[str, ...] = (),
         settled: bool = True,
+        max_bytes: int | None = None,
     ) -> list[Event]:
-        sql = select_sql(stream, run_id, "%s", SETTLED if settled else "true", types)
-        rows = self._fetch(sql, select_params(after, stream, run_id, limit, types))
+        where = SETTLED if settled else "true"
+        if max_bytes is None:
+            sql = select_sql(stream, run_id, "%s", where, types)
+            params = select_params(after, stream, run_id, limit, types)
+        else:
+            sql = capped_sql_postgres(stream, run_id, where, types)
+            params = [after, *filter_params(stream, run_id, types), limit, max_bytes]
+        rows = self._fetch(sql, params)
         return [Event(*r) for r in rows]
 
     def last_seq(self, stream: str | None) -> int:

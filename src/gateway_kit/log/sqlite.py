@@ -31,6 +31,7 @@ from .backend import (
 )
 from .database import sqlite_engine
 from .event import Event, NewEvent
+from .pages import capped_sql_sqlite, filter_params
 from .schema import EVENTS, META, STREAM_HEADS, VERSION_TABLE
 from .transaction import Transaction
 
@@ -202,10 +203,15 @@ class SQLiteBackend:
         limit: int,
         types: tuple[str, ...] = (),
         settled: bool = True,
+        max_bytes: int | None = None,
     ) -> list[Event]:
         # Every commit is readable at once here: what is committed is settled.
-        sql = select_sql(stream, run_id, "?", types=types)
-        params = select_params(after, stream, run_id, limit, types)
+        if max_bytes is None:
+            sql = select_sql(stream, run_id, "?", types=types)
+            params = select_params(after, stream, run_id, limit, types)
+        else:
+            sql = capped_sql_sqlite(stream, run_id, types)
+            params = [after, *filter_params(stream, run_id, types), max_bytes, limit]
         return [Event(*r) for r in self._fetch(sql, params)]
 
     def last_seq(self, stream: str | None) -> int:

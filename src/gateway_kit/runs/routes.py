@@ -12,8 +12,8 @@ its owner; a stream, and its runs, are then used by whom `authorize_subscription
 
 A request that cannot be served is refused before anything is written: a body that is not JSON
 (415 without a JSON content type, 413 above the size limit, 400 otherwise), a message that is not
-a non-empty string, or a stream name or message the log cannot hold (400, or 413 when the
-message is too large for one event).
+a non-empty string (400) or is larger than `max_message_bytes` (413), or a stream name or
+message the log cannot hold (400, or 413 when the message is too large for one event).
 """
 
 from __future__ import annotations
@@ -38,7 +38,12 @@ from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
 from ..http.lifespan import observe_lifespan
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
-from ..settings import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_PREFIX
+from ..settings import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_PREFIX,
+)
 from ..types import ASGIApp, Receive, Scope, Send
 from .model import Attempt, Run
 from .service import RunService
@@ -51,6 +56,7 @@ UPSTREAM_ERROR = "upstream_error"
 UPSTREAM_TIMEOUT = "upstream_timeout"
 NO_UPSTREAM = "no_upstream"
 BODY_MESSAGE = 'the body must be a JSON object with a non-empty string "message"'
+MESSAGE_TOO_LARGE = "the message is larger than {limit} bytes (UTF-8)"
 NO_UPSTREAM_MESSAGE = "this gateway has no upstream: pass Gateway(upstream=GooseUpstream(...))"
 
 
@@ -86,6 +92,7 @@ class RunRoutes:
     """:param service: what starts and cancels runs; None answers 501 (no upstream).
     :param prefix: where the routes live.
     :param max_body_bytes: the largest request body accepted (413 above it).
+    :param max_message_bytes: the largest message a run starts with, UTF-8 (413 above it).
     :param plugins: whose `authorize_subscription` decides who uses a stream's runs (a
         `Plugins` of the built-ins when not given).
     :param body_timeout: seconds a client may take to send its body (408 after it).
@@ -98,6 +105,7 @@ class RunRoutes:
         service: RunService | None,
         prefix: str = DEFAULT_PREFIX,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         plugins: Plugins | None = None,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
@@ -105,6 +113,7 @@ class RunRoutes:
         self.service = service
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
+        self.max_message_bytes = max_message_bytes
         self.plugins = plugins if plugins is not None else Plugins()
         self.owners = StreamOwners(service.log) if service is not None else None
         self.router = Router(
@@ -143,6 +152,9 @@ class RunRoutes:
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, str) or not message.strip():
             raise HTTPError(400, INVALID_BODY, BODY_MESSAGE)
+        if message_bytes(message) > self.max_message_bytes:
+            limit = self.max_message_bytes
+            raise HTTPError(413, PAYLOAD_TOO_LARGE, MESSAGE_TOO_LARGE.format(limit=limit))
         service = self._service()
         owners = self.owners
 
@@ -196,6 +208,11 @@ class RunRoutes:
         attempts = await service.attempts(run.run_id)
         end = await service.log.arun_end(run.run_id)
         return run_json(run, attempts, None if end is None else end.seq)
+
+
+def message_bytes(message: str) -> int:
+    # A lone surrogate (which the log refuses later, with a 400) is measured as UTF-8 would be.
+    return len(message) if message.isascii() else len(message.encode("utf-8", "surrogatepass"))
 
 
 def upstream_error(exc: UpstreamError) -> HTTPError:

@@ -10,8 +10,9 @@ replays from the log what it missed and then enters the room, without gap or dup
 - once the replay is sent, it sends what the buffer gathered, and enters the room the moment
   the buffer is empty, with no await in between, so that the room's next emit includes it.
 
-A connection is never sent more than its outbox holds (`Outboxes`): the replay reads a page,
-sends it and waits for the connection's writer to take it before reading the next; a buffer
+A connection is never sent more than its outbox holds (`Outboxes`): the replay reads a page
+(capped by count and by the bytes of its events' data), sends it and waits for the connection's
+writer to take it before reading the next; a buffer
 that fills is dropped, and the replay reads on to where the room is instead. A member whose
 outbox outgrows the limit leaves the room and joins again from the seq it was last sent, once
 its writer has taken what it holds: a slow client costs a page of memory, not the log.
@@ -33,6 +34,7 @@ from typing import Any
 
 from ..exceptions import LogClosed
 from ..log import Event, EventLog
+from ..log.pages import may_continue
 from ..streams.cursor import resume_point
 from ..streams.fanout import STOP_OVERFLOW, Hub, Subscription
 from ..streams.request import Cursor
@@ -85,12 +87,21 @@ class RoomFeeds:
     :param outboxes: what each connection has waiting, and its limit.
     """
 
-    def __init__(self, log: EventLog, hub: Callable[[], Hub], sio: Any, outboxes: Outboxes) -> None:
+    def __init__(
+        self,
+        log: EventLog,
+        hub: Callable[[], Hub],
+        sio: Any,
+        outboxes: Outboxes,
+        *,
+        max_page_bytes: int | None = None,
+    ) -> None:
         self.log = log
         self.hub = hub
         self.sio = sio
         self.outboxes = outboxes
         self.page = max(1, min(REPLAY_PAGE, outboxes.limit))
+        self.max_page_bytes = max_page_bytes  # of events' data in one replay page, besides one
         self.feeds: dict[str, RoomFeed] = {}
         self._starting: dict[str, asyncio.Future[RoomFeed]] = {}
         self._catching_up: set[asyncio.Task[None]] = set()
@@ -268,11 +279,13 @@ class RoomFeeds:
     async def _each(self, stream: str, after: int, upto: int, feed: RoomFeed, room: str) -> None:
         """Emit to the room each event of `stream` after `after` up to `upto`, from the log."""
         while after < upto:
-            page = await self.log.aread(after=after, stream=stream, limit=REPLAY_PAGE)
+            page = await self.log.aread(
+                after=after, stream=stream, limit=REPLAY_PAGE, max_bytes=self.max_page_bytes
+            )
             for event in page:
                 if event.seq <= upto:
                     await self._emit(feed, room, event)
-            if len(page) < REPLAY_PAGE:
+            if not may_continue(page, REPLAY_PAGE, self.max_page_bytes):
                 return
             after = page[-1].seq
 
@@ -290,7 +303,9 @@ class RoomFeeds:
             if not await self.outboxes.drained(sid, gone):
                 gone.set()
                 return after
-            page = await self.log.aread(after=after, stream=stream, limit=self.page)
+            page = await self.log.aread(
+                after=after, stream=stream, limit=self.page, max_bytes=self.max_page_bytes
+            )
             for event in page:
                 if gone.is_set():  # it left meanwhile (a newer subscribe, say): each send waits
                     return after
@@ -298,7 +313,7 @@ class RoomFeeds:
                     return upto
                 await self._send(sid, event.envelope())
                 after = event.seq
-            if len(page) < self.page:
+            if not may_continue(page, self.page, self.max_page_bytes):
                 return upto
         return max(after, upto)
 

@@ -44,14 +44,15 @@ from ..hooks import Plugins
 from ..hooks.manager import NOT_YOURS
 from ..http.errors import FORBIDDEN, HTTPError
 from ..log import EventLog
-from ..log.event import check_name
+from ..log.event import MAX_SEQ, check_name
 from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
 from ..runs.periodic import Periodic
-from ..settings import DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
+from ..settings import DEFAULT_MAX_PAGE_BYTES, DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
 from ..streams.request import Cursor, parse_cursor
 from ..streams.service import StreamService
 from .feeds import RoomFeeds, room_of
 from .outbox import Outboxes
+from .packets import GatewayPacket
 from .presence import Presence
 
 logger = logging.getLogger("gateway_kit.sockets")
@@ -67,6 +68,7 @@ FOREIGN_ORIGIN = "{origin} is not an accepted origin of this gateway"
 ANOTHER_USER = "the ticket was issued to another user than this connection's credentials"
 CREDENTIAL_ENDED = "the credential that asked for this ticket was revoked or logged out"
 BAD_SUBSCRIPTION = 'send {"stream": "...", "after": seq}'
+NEGATIVE_CURSOR = "after must not be negative"
 NOT_CONNECTED = "this connection has no principal"
 
 
@@ -128,6 +130,7 @@ class SocketServer:
         and catches up from the log once its client has read them.
     :param send_timeout: seconds a connection may take to send what it holds (a page and
         `queue_size` at most) before it is closed.
+    :param max_page_bytes: how much of events' data one replay page holds, besides one event.
     """
 
     def __init__(
@@ -145,6 +148,7 @@ class SocketServer:
         ended_logins: EndedLogins | None = None,
         queue_size: int = DEFAULT_QUEUE_SIZE,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
     ) -> None:
         self.log = log
         self.plugins = plugins
@@ -168,12 +172,19 @@ class SocketServer:
             cors_credentials=False,
             logger=False,
             engineio_logger=False,
+            serializer=GatewayPacket,  # a cursor of any number of digits is answered
         )
         self.app = socketio.ASGIApp(self.sio, socketio_path=prefix.strip("/") + SOCKETIO_PATH)
         self.prefix = prefix
         self.connections: dict[str, Connection] = {}
         self.outboxes = Outboxes(self.sio, limit=queue_size, timeout=send_timeout)
-        self.rooms = RoomFeeds(log, lambda: streams.state().hub, self.sio, self.outboxes)
+        self.rooms = RoomFeeds(
+            log,
+            lambda: streams.state().hub,
+            self.sio,
+            self.outboxes,
+            max_page_bytes=max_page_bytes,
+        )
         self.checks = Periodic(self._check_credentials, check_interval, "gateway-kit-sockets")
         self.sio.on("connect", self.on_connect)
         self.sio.on("disconnect", self.on_disconnect)
@@ -303,10 +314,11 @@ class SocketServer:
             connection.end_turn(stream, turn)
 
     async def on_unsubscribe(self, sid: str, data: Any = None, *extra: Any) -> dict[str, Any]:
-        connection = self.connections.get(sid)
-        stream = data.get("stream") if isinstance(data, dict) else None
-        if connection is None or not isinstance(stream, str):
-            return SubscriptionRefused("invalid_subscription", BAD_SUBSCRIPTION).ack()
+        try:
+            connection = self._connection(sid)
+            stream = self._stream(data)
+        except SubscriptionRefused as refused:
+            return refused.ack()
         turn = connection.take_turn(stream)
         try:
             connection.streams.discard(stream)
@@ -339,19 +351,31 @@ class SocketServer:
             raise SubscriptionRefused("not_connected", NOT_CONNECTED)
         return connection
 
-    def _subscription(self, data: Any) -> tuple[str, Cursor]:
+    def _stream(self, data: Any) -> str:
+        """The stream a (un)subscribe names, if the log can hold it: a name the database cannot
+        store (a lone surrogate, a NUL) is refused here rather than failing in a write."""
         if not isinstance(data, dict) or not isinstance(data.get("stream"), str):
             raise SubscriptionRefused("invalid_subscription", BAD_SUBSCRIPTION)
-        stream = data["stream"]
+        stream: str = data["stream"]
         try:
             check_name("stream", stream)
         except InvalidEvent as exc:
             raise SubscriptionRefused("invalid_stream", str(exc)) from None
+        return stream
+
+    def _subscription(self, data: Any) -> tuple[str, Cursor]:
+        stream = self._stream(data)
         after = data.get("after", 0)
-        if isinstance(after, bool) or not isinstance(after, int | str):
+        if isinstance(after, int) and not isinstance(after, bool):
+            # Compared as a number: Python cannot print one of more than a few thousand digits.
+            # Beyond any seq it is beyond the head, and gets a reset, as over SSE.
+            if after < 0:
+                raise SubscriptionRefused("invalid_cursor", NEGATIVE_CURSOR)
+            return stream, Cursor(min(after, MAX_SEQ + 1))
+        if not isinstance(after, str):
             raise SubscriptionRefused("invalid_cursor", BAD_SUBSCRIPTION)
         try:
-            cursor = parse_cursor(str(after), name="after", epoch=self.log.epoch)
+            cursor = parse_cursor(after, name="after", epoch=self.log.epoch)
         except HTTPError as exc:
             raise SubscriptionRefused(exc.code, exc.message) from None
         return stream, cursor

@@ -31,7 +31,8 @@ from the start of the log follows. A client drops what it holds for the stream o
 
 JSON page (``Accept: application/json``, without ``text/event-stream``):
 ``{"epoch","events":[envelope...],"next_after","terminal"}``, at most ``?limit=`` events
-(default and cap 1000); see `gateway_kit.streams.page`. After a reset, `events` starts with the
+(default and cap 1000) and ending with the event whose data reaches ``max_page_bytes``; see
+`gateway_kit.streams.page`. After a reset, `events` starts with the
 reset envelope.
 
 Run streams: a run's stream ends (the response completes) after its first ``Finish`` or

@@ -75,9 +75,10 @@ class Subscription:
 class Hub:
     """The live reader of one log in one event loop, and the subscriptions it feeds."""
 
-    def __init__(self, log: EventLog, *, queue_size: int) -> None:
+    def __init__(self, log: EventLog, *, queue_size: int, max_bytes: int | None = None) -> None:
         self.log = log
         self.queue_size = queue_size
+        self.max_bytes = max_bytes  # of events' data in one read (a burst of large events)
         self.cursor = 0  # the last seq handed to subscribers
         self.reads = 0  # how many reads the live reader made (one tail, however many clients)
         self._subs: dict[tuple[str, str], set[Subscription]] = {}
@@ -144,7 +145,9 @@ class Hub:
             while self._count:
                 seen = self.log.change_token  # before reading, so no commit slips between
                 try:
-                    events = await self.log.aread(self.cursor, None, READ_BATCH)
+                    events = await self.log.aread(
+                        self.cursor, None, READ_BATCH, max_bytes=self.max_bytes
+                    )
                 except LogClosed:
                     self.stop_all(STOP_LOG_CLOSED)
                     return

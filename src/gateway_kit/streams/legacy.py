@@ -13,8 +13,9 @@ a legacy app that still keeps its own deque keeps working while its writes move 
 task the log knows needs a principal (401) and is read only by whom `authorize_subscription`
 allows to read its stream; the others get the 404 the legacy app gave for another user's task,
 which says nothing of whether the task exists.
-One answer holds at most `MAX_EVENTS` events, the old deque's capacity; a client that polls
-with `next_offset` gets the rest on its next poll.
+One answer holds at most `MAX_EVENTS` events, the old deque's capacity, and stops after the
+event whose data brings it to the gateway's `max_page_bytes` (it always holds one); a client
+that polls with `next_offset` gets the rest on its next poll.
 """
 
 from __future__ import annotations
@@ -24,21 +25,22 @@ import logging
 
 from ..exceptions import InvalidEvent
 from ..hooks import Plugins
-from ..http.errors import NOT_FOUND, HTTPError, send_json_text
+from ..http.errors import NOT_FOUND, HTTPError
 from ..http.request import BadPath, Request, decode_segment, relative_path
 from ..log import EventLog
-from ..log.event import check_name
+from ..log.event import MAX_SEQ, check_name, shown
 from ..settings import DEFAULT_LEGACY_TASKS_PATH
 from ..types import ASGIApp, Receive, Scope, Send
-from .request import INVALID_CURSOR, MAX_SEQ, BadRequest, bounded_int
+from .page import send_json_pieces
+from .request import INVALID_CURSOR, BadRequest, bounded_int
 from .runindex import RunEntry
 from .service import StreamService, log_unavailable
 
 logger = logging.getLogger("gateway_kit.streams")
 
 MAX_EVENTS = 20_000
-BAD_OFFSET = "from must be a non-negative integer index, got {value!r}"
-OFFSET_TOO_LARGE = "from is larger than any index a task can have, got {value!r}"
+BAD_OFFSET = "from must be a non-negative integer index, got {value}"
+OFFSET_TOO_LARGE = "from is larger than any index a task can have, got {value}"
 STATUS_BY_TERMINAL = {"Finish": "completed", "Error": "failed"}
 RUNNING = "running"
 NO_SUCH_TASK = "no task {task_id} of yours"
@@ -101,7 +103,14 @@ class LegacyTaskPoll:
             # As the legacy app answered another user's task: whether it exists stays unsaid.
             raise HTTPError(404, NOT_FOUND, NO_SUCH_TASK.format(task_id=task_id))
         try:
-            await serve_legacy_poll(request.send, self.service.log, entry, task_id, offset)
+            await serve_legacy_poll(
+                request.send,
+                self.service.log,
+                entry,
+                task_id,
+                offset,
+                self.service.options.max_page_bytes,
+            )
         except Exception:
             logger.exception("serving a legacy task poll failed")
             raise log_unavailable() from None
@@ -111,35 +120,40 @@ class LegacyTaskPoll:
 def parse_offset(params: dict[str, str]) -> int:
     value = params.get("from", "0").strip() or "0"
     if not (value.isascii() and value.isdigit()):
-        raise BadRequest(INVALID_CURSOR, BAD_OFFSET.format(value=params.get("from")))
+        raise BadRequest(INVALID_CURSOR, BAD_OFFSET.format(value=shown(params.get("from"))))
     offset = bounded_int(value, MAX_SEQ)
     if offset > MAX_SEQ:
-        raise BadRequest(INVALID_CURSOR, OFFSET_TOO_LARGE.format(value=params.get("from")))
+        message = OFFSET_TOO_LARGE.format(value=shown(params.get("from")))
+        raise BadRequest(INVALID_CURSOR, message)
     return offset
 
 
 async def serve_legacy_poll(
-    send: Send, log: EventLog, entry: RunEntry, task_id: str, offset: int
+    send: Send,
+    log: EventLog,
+    entry: RunEntry,
+    task_id: str,
+    offset: int,
+    max_bytes: int | None = None,
 ) -> None:
-    """Answer the poll of `task_id`, whose entry the run index holds, from index `offset`."""
+    """Answer the poll of `task_id`, whose entry the run index holds, from index `offset`;
+    `max_bytes` caps the answer by its events' data (it holds one event at least)."""
     known = len(entry.seqs)
     events = []
     if offset < known:
         after = entry.seqs[offset - 1] if offset else 0
-        events = await log.aread(after, None, min(known - offset, MAX_EVENTS), run_id=task_id)
+        limit = min(known - offset, MAX_EVENTS)
+        events = await log.aread(after, None, limit, run_id=task_id, max_bytes=max_bytes)
     next_offset = offset + len(events) if events else offset
     delivered = min(next_offset, known)
     client_seq = entry.seqs[delivered - 1] if delivered else 0
     status = RUNNING
     if entry.terminal_type is not None and entry.ended_by(client_seq):
         status = STATUS_BY_TERMINAL.get(entry.terminal_type, RUNNING)
-    items = ",".join(
-        f'{{"idx":{offset + i},"type":{json.dumps(e.type)},"data":{e.data_json},'
-        f'"ts":{e.created_at.timestamp()!r}}}'
+    items = (
+        f'{"," if i else ""}{{"idx":{offset + i},"type":{json.dumps(e.type)},'
+        f'"data":{e.data_json},"ts":{e.created_at.timestamp()!r}}}'
         for i, e in enumerate(events)
     )
-    text = (
-        f'{{"task_id":{json.dumps(task_id)},"status":"{status}","events":[{items}],'
-        f'"next_offset":{next_offset}}}'
-    )
-    await send_json_text(send, 200, text)
+    head = f'{{"task_id":{json.dumps(task_id)},"status":"{status}","events":['
+    await send_json_pieces(send, 200, [head, items, f'],"next_offset":{next_offset}}}'])

@@ -11,18 +11,16 @@ from dataclasses import dataclass
 
 from ..http.errors import HTTPError
 from ..http.request import header
+from ..log.event import MAX_SEQ, shown
 from ..types import Scope
 
 INVALID_CURSOR = "invalid_cursor"
 INVALID_LIMIT = "invalid_limit"
 INVALID_STREAM = "invalid_stream"
 
-# A seq is a 64-bit database integer: a larger cursor cannot be a seq of this log.
-MAX_SEQ = 2**63 - 1
-MAX_SEQ_DIGITS = len(str(MAX_SEQ))
-NOT_AN_INTEGER = "{name} must be a non-negative integer seq (or <epoch>:<seq>), got {value!r}"
-NEGATIVE = "{name} must not be negative, got {value!r}"
-BAD_LIMIT = "limit must be a positive integer, got {value!r}"
+NOT_AN_INTEGER = "{name} must be a non-negative integer seq (or <epoch>:<seq>), got {value}"
+NEGATIVE = "{name} must not be negative, got {value}"
+BAD_LIMIT = "limit must be a positive integer, got {value}"
 
 
 class BadRequest(HTTPError):
@@ -35,13 +33,13 @@ class BadRequest(HTTPError):
 def bounded_int(digits: str, bound: int) -> int:
     """The value of ASCII `digits`, or `bound` + 1 when it is larger than `bound`.
 
-    Python refuses to convert more than a few thousand digits, and no cursor, limit or index a
-    client may send needs more than a bound's worth of them.
+    Python refuses to convert more than a few thousand digits (leading zeros count), and no
+    cursor, limit or index a client may send needs more than a bound's worth of them.
     """
     significant = digits.lstrip("0")
     if len(significant) > len(str(bound)):
         return bound + 1
-    return min(int(digits), bound + 1)
+    return min(int(significant or "0"), bound + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +60,11 @@ def parse_cursor(value: str, *, name: str, epoch: str) -> Cursor:
     if not sep:
         seq_text = text
     if seq_text.startswith("-") and seq_text[1:].isdigit():
-        raise BadRequest(INVALID_CURSOR, NEGATIVE.format(name=name, value=value))
+        raise BadRequest(INVALID_CURSOR, NEGATIVE.format(name=name, value=shown(value)))
     if not (seq_text.isascii() and seq_text.isdigit()):
-        raise BadRequest(INVALID_CURSOR, NOT_AN_INTEGER.format(name=name, value=value))
+        raise BadRequest(INVALID_CURSOR, NOT_AN_INTEGER.format(name=name, value=shown(value)))
+    # Beyond any seq (a 64-bit database integer) it is MAX_SEQ + 1: beyond the head, so the
+    # client gets a reset, and it is never given to the database.
     seq = bounded_int(seq_text, MAX_SEQ)
     if sep and given_epoch != epoch:
         return Cursor(seq, foreign_epoch=given_epoch)
@@ -89,7 +89,7 @@ def parse_limit(params: dict[str, str], *, default: int, maximum: int) -> int:
         return default
     text = value.strip()
     if not (text.isascii() and text.isdigit()) or not text.strip("0"):
-        raise BadRequest(INVALID_LIMIT, BAD_LIMIT.format(value=value))
+        raise BadRequest(INVALID_LIMIT, BAD_LIMIT.format(value=shown(value)))
     return min(bounded_int(text, maximum), maximum)
 
 

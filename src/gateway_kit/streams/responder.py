@@ -17,8 +17,10 @@ one and a quarter ``send_timeout`` after it began. A ping is skipped while a dat
 progress (the client is not idle), a data write waits for a ping being written, and a ping's own
 write has a timeout.
 
-Replay sends each page read from the log as one body chunk (hundreds of frames per write), and
-reads the next page while the current one is being written.
+Replay sends each page read from the log in body chunks of `REPLAY_CHUNK_BYTES` (hundreds of
+small frames per write), and reads the next page while the current one is being written. A
+page is capped by the bytes of its events' data too (``max_page_bytes``), so a client costs a
+few pages of memory however large the events are.
 
 A client cut off for not keeping up loses its connection, not only its subscription, and
 resumes by cursor like after any dropped connection. When the fan-out dropped it (its queue
@@ -43,15 +45,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..log import Event, EventLog
-from ..settings import DEFAULT_PING_INTERVAL, DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
+from ..log.pages import may_continue
+from ..settings import (
+    DEFAULT_MAX_PAGE_BYTES,
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_QUEUE_SIZE,
+    DEFAULT_SEND_TIMEOUT,
+)
 from ..types import Receive, Send
 from .connection import ClientConnection, client_connection
 from .fanout import STOP_OVERFLOW, Subscription
-from .sse import PING, SSE_HEADERS, frames
+from .sse import PING, SSE_HEADERS, frame_chunks
 
 logger = logging.getLogger("gateway_kit.streams")
 
 REPLAY_PAGE = 1000
+# A replay page is written in chunks of about this size: one write for a page of small events,
+# and no copy of a whole page of large ones, in the gateway or in the server's write buffer.
+REPLAY_CHUNK_BYTES = 256 * 1024
 # The closing write may meet a client that stopped reading: it gets little time.
 CLOSE_TIMEOUT = 1.0
 
@@ -75,6 +86,7 @@ class StreamOptions:
     send_timeout: float = DEFAULT_SEND_TIMEOUT
     queue_size: int = DEFAULT_QUEUE_SIZE
     replay_page: int = REPLAY_PAGE
+    max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES  # events' data in one page read, besides one
 
 
 @dataclass(slots=True)
@@ -172,11 +184,14 @@ class EventStreamResponder:
         """Send the log's events up to the subscription's high-water mark, page by page."""
         src = self.source
         log, page_size, high = src.log, self.options.replay_page, src.sub.high_water
+        max_bytes = self.options.max_page_bytes
         last = src.after
         page = src.first_page
         while last < high:
             if page is None:
-                page = await log.aread(last, src.stream, page_size, run_id=src.run_id)
+                page = await log.aread(
+                    last, src.stream, page_size, run_id=src.run_id, max_bytes=max_bytes
+                )
             if page and page[-1].seq > high:
                 page = [e for e in page if e.seq <= high]
             if not page:
@@ -187,13 +202,18 @@ class EventStreamResponder:
                     if event.is_terminal:
                         page, finished = page[: i + 1], True
                         break
-            more = not finished and len(page) == page_size and page[-1].seq < high
+            more = not finished and page[-1].seq < high and may_continue(page, page_size, max_bytes)
             upcoming = None
-            if more:
-                next_read = log.aread(page[-1].seq, src.stream, page_size, run_id=src.run_id)
+            # Read ahead after a page full by count: small events, whose read is worth hiding
+            # behind the write. A page cut by bytes is written first: one page held, not two.
+            if more and len(page) >= page_size:
+                next_read = log.aread(
+                    page[-1].seq, src.stream, page_size, run_id=src.run_id, max_bytes=max_bytes
+                )
                 upcoming = asyncio.ensure_future(next_read)
             try:
-                await self.write(frames(page))
+                for chunk in frame_chunks(page, REPLAY_CHUNK_BYTES):
+                    await self.write(chunk)
             except BaseException:
                 if upcoming is not None:
                     upcoming.cancel()
@@ -202,9 +222,9 @@ class EventStreamResponder:
             last = page[-1].seq
             if finished:
                 return last, True
-            if upcoming is None:
+            if not more:
                 break
-            page = await upcoming
+            page = None if upcoming is None else await upcoming
         return last, False
 
     async def ping_and_watch_writes(self) -> str:

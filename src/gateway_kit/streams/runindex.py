@@ -14,6 +14,7 @@ from collections import OrderedDict
 
 from ..log import EventLog
 from ..log.event import TERMINAL_TYPES
+from ..log.pages import may_continue
 
 READ_BATCH = 1000
 DEFAULT_CAPACITY = 256  # runs kept; the least recently used one is forgotten first
@@ -39,9 +40,12 @@ class RunEntry:
 
 
 class RunIndex:
-    def __init__(self, log: EventLog, *, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self, log: EventLog, *, capacity: int = DEFAULT_CAPACITY, max_bytes: int | None = None
+    ) -> None:
         self.log = log
         self.capacity = capacity
+        self.max_bytes = max_bytes  # of events' data in one read: the index keeps none of it
         self._entries: OrderedDict[str, RunEntry] = OrderedDict()
 
     async def refresh(self, run_id: str) -> RunEntry | None:
@@ -51,7 +55,9 @@ class RunIndex:
             entry = RunEntry()
         async with entry.lock:
             while True:
-                events = await self.log.aread(entry.last_seq, None, READ_BATCH, run_id=run_id)
+                events = await self.log.aread(
+                    entry.last_seq, None, READ_BATCH, run_id=run_id, max_bytes=self.max_bytes
+                )
                 for event in events:
                     if not entry.seqs:
                         entry.stream = event.stream
@@ -59,7 +65,7 @@ class RunIndex:
                     if entry.terminal_seq is None and event.type in TERMINAL_TYPES:
                         entry.terminal_seq = event.seq
                         entry.terminal_type = event.type
-                if len(events) < READ_BATCH:
+                if not events or not may_continue(events, READ_BATCH, self.max_bytes):
                     break
         if not entry.seqs:
             return None

@@ -44,9 +44,9 @@ class LoopState:
     __slots__ = ("hub", "runs", "watch")
 
     def __init__(self, log: EventLog, options: StreamOptions) -> None:
-        self.hub = Hub(log, queue_size=options.queue_size)
+        self.hub = Hub(log, queue_size=options.queue_size, max_bytes=options.max_page_bytes)
         self.watch = ShutdownWatch(self.hub)
-        self.runs = RunIndex(log)
+        self.runs = RunIndex(log, max_bytes=options.max_page_bytes)
 
 
 class StreamService:
@@ -126,7 +126,15 @@ class StreamService:
         if wants_json(request.scope):
             params = request.query
             try:
-                await serve_page(send, self.log, cursor, params, stream=stream, run_id=run_id)
+                await serve_page(
+                    send,
+                    self.log,
+                    cursor,
+                    params,
+                    stream=stream,
+                    run_id=run_id,
+                    max_bytes=self.options.max_page_bytes,
+                )
             except HTTPError:
                 raise
             except Exception:
@@ -152,7 +160,11 @@ class StreamService:
                     source.preamble = reset_frame(resume.reset)
                 elif run_id is not None:
                     source.first_page = await self.log.aread(
-                        resume.after, None, self.options.replay_page, run_id=run_id
+                        resume.after,
+                        None,
+                        self.options.replay_page,
+                        run_id=run_id,
+                        max_bytes=self.options.max_page_bytes,
                     )
                     if not source.first_page and run is not None:
                         run = await state.runs.refresh(run_id) or run

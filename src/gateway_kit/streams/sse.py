@@ -9,7 +9,7 @@ one ``data:`` line always carries the whole envelope.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..log.event import Event
 
@@ -32,6 +32,23 @@ def frame(event: Event) -> bytes:
 def frames(events: Iterable[Event]) -> bytes:
     """Many frames as one body chunk: one write for a whole page of replay."""
     return "".join([f"id: {e.seq}\ndata: {e.envelope_json()}\n\n" for e in events]).encode()
+
+
+def frame_chunks(events: Iterable[Event], chunk_bytes: int) -> Iterator[bytes]:
+    """The frames of `events` as body chunks of about `chunk_bytes` (a larger frame alone),
+    encoded one chunk at a time: a page of small events is one write, and a page of large ones
+    never exists as one more copy of itself."""
+    chunk: list[str] = []
+    size = 0
+    for event in events:
+        text = f"id: {event.seq}\ndata: {event.envelope_json()}\n\n"
+        if size and size + len(text) > chunk_bytes:
+            yield "".join(chunk).encode()
+            chunk, size = [], 0
+        chunk.append(text)
+        size += len(text)
+    if chunk:
+        yield "".join(chunk).encode()
 
 
 def reset_envelope(
