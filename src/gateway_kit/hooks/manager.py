@@ -28,7 +28,7 @@ from . import hookspecs
 from .context import PluginContext
 from .loading import BUILT_IN, PASSED_IN, PluginSource, entry_points, load
 from .markers import PROJECT
-from .policy import CURRENT_CALL, CallProgress, HookFailed, Refused, guarded, logger
+from .policy import CURRENT_CALL, REFUSED, CallProgress, HookFailed, Refused, guarded, logger
 
 # Threads for hooks that may block; a plugin stuck in one never holds up the log's readers.
 HOOK_THREADS = 8
@@ -44,6 +44,7 @@ DUPLICATE = "cannot register plugin {name!r}: {error} (give the object a distinc
 UNKNOWN_CONFIG = "plugin_config names {names}, which {verb} no loaded plugin; loaded: {loaded}"
 BAD_CONFIG = "plugin_config[{name!r}] must be a mapping of settings, got {value!r}"
 UNANSWERED = "plugin %r did not answer authorize_subscription within %g s; the read is refused"
+UNRESOLVED = "plugin %r did not answer resolve_principal within %g s; the request is refused"
 SLOW_HOOK = "plugin %r did not answer %s within %g s; going on without its answer"
 NOBODY_DECIDED = "no plugin decided whether %r may read stream %r; refused"
 NOT_YOURS = "you may not read stream {stream!r}"
@@ -197,12 +198,26 @@ class Plugins:
 
     # --- the access decisions ----------------------------------------------------------------
 
-    def resolve_principal(self, scope: Scope) -> Principal | Refused | None:
-        """Who `scope` is from: a `Principal`, `REFUSED` (a resolver failed), or None."""
+    async def resolve_principal(self, scope: Scope) -> Principal | Refused | None:
+        """Who `scope` is from: a `Principal`, `REFUSED` (a resolver failed or did not answer
+        within the timeout), or None; asked off the event loop, so a slow resolver delays only
+        its own request."""
         if not self._resolvers:
             return None
-        answer: Principal | Refused | None = self.manager.hook.resolve_principal(scope=scope)
-        return answer
+        progress = CallProgress()
+
+        def ask() -> Principal | Refused | None:
+            CURRENT_CALL.set(progress)
+            answer: Principal | Refused | None = self.manager.hook.resolve_principal(scope=scope)
+            return answer
+
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await loop.run_in_executor(self._threads(), _in_context(ask))
+        except TimeoutError:
+            logger.error(UNRESOLVED, progress.plugin, self.timeout)
+            return REFUSED
 
     async def authorize_subscription(self, principal: Principal, stream: str) -> bool:
         """Whether `principal` may read `stream`; asked off the event loop, within the timeout."""
