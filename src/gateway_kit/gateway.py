@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .access.credentials import credentials_of
 from .access.logins import EndedLogins
 from .access.tickets import SocketTickets
 from .hooks import PluginContext, Plugins
@@ -198,6 +199,8 @@ class Gateway:
                 send_timeout=self.settings.send_timeout,
                 queue_size=self.settings.queue_size,
             ),
+            # A stream ends with the credential that opened it, in every process.
+            credentials=credentials_of(log),
         )
         # Ends the runs the app writes itself whose process died: in every gateway process.
         self.sweeper = OwnedRunSweeper(log, interval=self.settings.owned_run_sweep_interval)
