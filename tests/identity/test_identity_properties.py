@@ -11,7 +11,8 @@ or the legacy poll. What it must get follows from those alone:
   401, whatever cookie comes with it; a header of another scheme (Basic, random text) is no
   credential for the gateway, and the wrapped app's own routes get it;
 - without a valid credential, every gateway route and the legacy poll are a 401;
-- a cookie principal's unsafe request without the session's CSRF token is a 403;
+- a cookie principal's unsafe request (or its ask for a legacy socket token) without the
+  session's CSRF token is a 403;
 - bob never reads alice's stream (403, or the legacy poll's 404);
 - a 4xx leaves every row the gateway keeps as it was;
 - a method no route takes is a 405 for anyone (the routes are public knowledge).
@@ -189,6 +190,7 @@ def expected(sent: Sent, owners: dict[str, str]) -> set[int]:
     who = kind if kind != "none" else sent.cookie[0]
     by_cookie = kind == "none" and who != "none"
     unsafe = sent.method in UNSAFE and sent.path.startswith("/gateway")
+    unsafe = unsafe or sent.path == "/api/socket-token"  # a GET that hands out a credential
     if by_cookie and unsafe and sent.csrf != CSRF:
         return {403}  # refused by the identity stage too
     if sent.method == "DELETE":

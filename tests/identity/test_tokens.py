@@ -151,3 +151,32 @@ def test_a_host_login_token_is_accepted_only_from_this_host_without_a_proxy(log:
     # And as a plain Bearer token it is refused everywhere: the two kinds never stand in.
     _api_record, api_token = ApiTokens(log).create("carol")
     assert ApiTokens(log).check(api_token, TokenKind.HOST) is None
+
+
+@pytest.mark.parametrize(
+    "forwarding",
+    [
+        ("x-forwarded-proto", "https"),
+        ("x-forwarded-port", "443"),
+        ("x-forwarded-server", "proxy.example.com"),
+        ("X-Real-IP", "203.0.113.9"),
+        ("x-forwarded", "for=203.0.113.9"),
+        ("via", "1.1 proxy"),
+    ],
+)
+def test_a_host_login_token_is_refused_behind_any_forwarding_header(
+    log: EventLog, forwarding: tuple[str, str]
+) -> None:
+    _, token = ApiTokens(log).create("carol", kind=TokenKind.HOST)
+    gateway = strict_gateway(log)
+    name, value = forwarding
+
+    async def body(client: httpx.AsyncClient) -> tuple[httpx.Response, httpx.Response]:
+        url = f"http://localhost:8000{PAGE}"
+        direct = await client.get(url, headers=bearer(token))
+        proxied = await client.get(url, headers={**bearer(token), name: value})
+        return direct, proxied
+
+    direct, proxied = with_clients(gateway, body, client_addr=("127.0.0.1", 5000))
+    assert direct.status_code == 200
+    assert_error(proxied, 401, "unauthenticated")
