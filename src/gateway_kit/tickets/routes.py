@@ -7,8 +7,8 @@
 Both need a principal (401). A browser principal (a cookie) must prove the request comes from
 the app's pages: POST by the identity stage's CSRF check, the legacy GET here, by the session's
 CSRF token in the ``X-CSRF-Token`` header or, for a client that cannot set headers, the
-``csrf_token`` query parameter (403 otherwise). A browser's ticket is bound to the ``Origin`` it was asked from,
-and is refused at connect from any other. Asking too often is a 429 with ``Retry-After``.
+``csrf_token`` query parameter (403 otherwise). A browser's ticket is bound to the ``Origin``
+it was asked from, and is refused at connect from any other. Asking too often is a 429 with ``Retry-After``.
 Issuing a ticket never revokes another: every tab, phone and CLI of a user connects at once.
 """
 
