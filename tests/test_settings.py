@@ -58,6 +58,8 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("legacy_socket_token_path", "api/socket-token"),
         ("socket_origins", "https://app.example.com"),
         ("socket_origins", ["app.example.com"]),
+        ("credential_refresh_interval", 0),
+        ("credential_stale_after", 0.1),  # not longer than the refresh interval
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

@@ -37,6 +37,14 @@ DEFAULT_WORKING_DIR = "."
 DEFAULT_TICKET_TTL = 30.0
 DEFAULT_TICKET_RATE = (20, 10.0)  # tickets per credential, per seconds
 DEFAULT_LEGACY_SOCKET_TOKEN_PATH = "/api/socket-token"
+# How often each process reads revoked tokens and ended logins (the bound on a revocation
+# reaching it), and how long it may go without a read before credential checks fail closed.
+DEFAULT_CREDENTIAL_REFRESH_INTERVAL = 0.5
+DEFAULT_CREDENTIAL_STALE_AFTER = 10.0
+BAD_CREDENTIAL_TIMINGS = (
+    "credential_stale_after must be longer than credential_refresh_interval, got {stale!r} "
+    "and {interval!r}"
+)
 BAD_TICKET_RATE = (
     "ticket_rate must be (a positive number of tickets, a positive number of seconds), "
     "got {value!r}"
@@ -123,6 +131,8 @@ class GatewaySettings:
     ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE
     legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH
     socket_origins: tuple[str, ...] | None = None
+    credential_refresh_interval: float = DEFAULT_CREDENTIAL_REFRESH_INTERVAL
+    credential_stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -165,6 +175,14 @@ class GatewaySettings:
             if isinstance(origins, str) or not all(_origin(o) for o in origins):
                 raise SettingsError(BAD_ORIGINS.format(value=origins))
             set_(self, "socket_origins", tuple(origins))
+        _positive_number("credential_refresh_interval", self.credential_refresh_interval)
+        _positive_number("credential_stale_after", self.credential_stale_after)
+        if self.credential_stale_after <= self.credential_refresh_interval:
+            raise SettingsError(
+                BAD_CREDENTIAL_TIMINGS.format(
+                    stale=self.credential_stale_after, interval=self.credential_refresh_interval
+                )
+            )
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from gateway_kit.access import ApiTokens, StreamOwners, TokenKind
 from gateway_kit.access.tables import api_tokens
 from gateway_kit.access.tokens import LIVE_BATCH
 
-from ..waiting import answered_while_another_writes
+from ..waiting import answered_while_another_writes, wait_until
 from .helpers import assert_error, strict_gateway, with_clients
 
 JSON = {"accept": "application/json"}
@@ -63,6 +63,8 @@ def test_a_token_made_by_the_cli_reads_its_users_streams_until_revoked(
     answer = with_clients(gateway, read)
     assert answer.status_code == 200 and answer.json()["events"][0]["data"] == {"text": "for carol"}
     assert cli("revoke", token_id, "--db", log_url).returncode == 0
+    # Each process reads revocations every half second.
+    wait_until(lambda: with_clients(gateway, read).status_code == 401, timeout=2.0)
     assert_error(with_clients(gateway, read), 401, "unauthenticated")
     unknown = cli("revoke", "000000000000", "--db", log_url)
     assert unknown.returncode == 1 and "no token" in unknown.stderr

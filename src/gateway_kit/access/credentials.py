@@ -28,12 +28,11 @@ import sqlalchemy as sa
 
 from ..exceptions import DatabaseUnavailable, LogClosed
 from ..log import EventLog
+from ..settings import DEFAULT_CREDENTIAL_REFRESH_INTERVAL, DEFAULT_CREDENTIAL_STALE_AFTER
 from .tables import api_tokens, revoked_logins
 
 logger = logging.getLogger("gateway_kit.access")
 
-DEFAULT_INTERVAL = 0.5  # seconds between reads: the bound on a revocation reaching a process
-DEFAULT_STALE_AFTER = 10.0  # seconds without a successful read before checks fail closed
 MAX_BACKOFF = 5.0
 STALE = "credentials could not be read from the database for {age:.1f} s; try again shortly"
 
@@ -74,8 +73,8 @@ class CredentialView:
         self,
         log: EventLog,
         *,
-        interval: float = DEFAULT_INTERVAL,
-        stale_after: float = DEFAULT_STALE_AFTER,
+        interval: float = DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
+        stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER,
     ) -> None:
         self.log = log
         self.interval = interval
@@ -111,6 +110,10 @@ class CredentialView:
         self._logins_since = sa.select(revoked_logins).where(
             revoked_logins.c.change > sa.bindparam("after")
         )
+
+    def configure(self, *, interval: float, stale_after: float) -> None:
+        self.interval = interval
+        self.stale_after = stale_after
 
     # --- checks (memory only) ---------------------------------------------------------------
 

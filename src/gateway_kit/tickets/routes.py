@@ -8,8 +8,9 @@ Both need a principal (401). A browser principal (a cookie) must prove the reque
 the app's pages: POST by the identity stage's CSRF check, the legacy GET here, by the session's
 CSRF token in the ``X-CSRF-Token`` header or, for a client that cannot set headers, the
 ``csrf_token`` query parameter (403 otherwise). A browser's ticket is bound to the ``Origin``
-it was asked from, and is refused at connect from any other. Asking too often is a 429 with ``Retry-After``.
-Issuing a ticket never revokes another: every tab, phone and CLI of a user connects at once.
+it was asked from, and is refused at connect from any other. Asking too often is a 429 with
+``Retry-After``. Issuing a ticket never revokes another: every tab, phone and CLI of a user
+connects at once.
 """
 
 from __future__ import annotations
@@ -93,8 +94,12 @@ class TicketRoutes:
         if principal.sent_by_browser:
             sent = request.header(CSRF_HEADER) or request.query.get(CSRF_PARAM)
             expected = principal.csrf_token
-            if not sent or not expected or not hmac.compare_digest(
-                sent.encode("utf-8", "surrogateescape"), expected.encode("utf-8")
+            if (
+                not sent
+                or not expected
+                or not hmac.compare_digest(
+                    sent.encode("utf-8", "surrogateescape"), expected.encode("utf-8")
+                )
             ):
                 raise HTTPError(403, CSRF_FAILED, CSRF_MESSAGE)
         ticket, ttl = await self._issue(request)
