@@ -76,7 +76,9 @@ class CredentialView:
         interval: float = DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
         stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER,
     ) -> None:
-        self.log = log
+        # Weakly: the view lives as long as its log, whose closing (or collection) ends the
+        # reading thread.
+        self._log = weakref.ref(log)
         self.interval = interval
         self.stale_after = stale_after
         self.login_max_age: float | None = None  # ended logins older than this can go
@@ -94,7 +96,6 @@ class CredentialView:
         self._watchers: dict[str, dict[int, Listener]] = {}
         self._ids = itertools.count()
         self._prune_due = 0.0
-        self._used_at = time.monotonic()
         self._tokens_query = sa.select(api_tokens).where(
             sa.or_(api_tokens.c.change > sa.bindparam("after"), api_tokens.c.change.is_(None))
         )
@@ -110,6 +111,13 @@ class CredentialView:
         self._logins_since = sa.select(revoked_logins).where(
             revoked_logins.c.change > sa.bindparam("after")
         )
+
+    @property
+    def log(self) -> EventLog:
+        log = self._log()
+        if log is None:
+            raise LogClosed("the log of these credentials is gone")
+        return log
 
     def configure(self, *, interval: float, stale_after: float) -> None:
         self.interval = interval
@@ -254,11 +262,6 @@ class CredentialView:
                 delay = min(delay * 2, MAX_BACKOFF)
             self._wake.wait(delay)
             self._wake.clear()
-            # Nobody asked for a while: stop reading (the next check starts again).
-            with self._lock:
-                if not self._watchers and time.monotonic() - self._used_at > IDLE_STOP:
-                    self._thread = None
-                    return
 
     def _maybe_prune(self) -> None:
         max_age = self.login_max_age
@@ -282,7 +285,7 @@ class CredentialView:
         return int(deleted or 0)
 
     def _check_fresh(self) -> None:
-        self._used_at = now = time.monotonic()
+        now = time.monotonic()
         self.start()
         fresh_at = self._fresh_at
         if fresh_at is None or now - fresh_at > self.stale_after:
@@ -301,7 +304,6 @@ class CredentialView:
 
 
 PRUNE_EVERY = 600.0  # seconds between prunes of ended logins, at most
-IDLE_STOP = 60.0  # seconds without a check or a watcher before the reading thread stops
 
 _views: weakref.WeakKeyDictionary[EventLog, CredentialView] = weakref.WeakKeyDictionary()
 _views_lock = threading.Lock()
