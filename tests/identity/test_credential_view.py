@@ -9,12 +9,14 @@ import time
 import httpx
 import pytest
 import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.access import ApiTokens
 from gateway_kit.access.credentials import CredentialView
 from gateway_kit.access.logins import EndedLogins
-from gateway_kit.access.tables import REVOKED_LOGINS, revoked_logins
+from gateway_kit.access.tables import REVOKED_LOGINS, api_tokens, revoked_logins
 from gateway_kit.exceptions import DatabaseUnavailable
 
 from ..waiting import wait_until
@@ -135,3 +137,66 @@ def test_a_view_that_cannot_be_read_fails_closed(
         assert view.token_live(record.token_id)
     finally:
         log.close()
+
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("create"), st.sampled_from(["alice", "bob"])),
+        st.tuples(st.just("revoke"), st.integers(0, 20)),
+        st.tuples(st.just("end"), st.sampled_from([f"login:{i}" for i in range(6)])),
+        st.just(("refresh", None)),
+    ),
+    max_size=25,
+)
+
+
+def test_the_view_agrees_with_the_tables_reading_each_change_once(sqlite_url: str) -> None:
+    log, other = EventLog(sqlite_url), EventLog(sqlite_url)
+    try:
+
+        @settings(max_examples=40, deadline=None, derandomize=True)
+        @given(operations=OPERATIONS)
+        def check(operations: list[tuple[str, object]]) -> None:
+            view = CredentialView(log)
+            view.refresh()
+            tokens, ended = ApiTokens(other), EndedLogins(other)
+            made: list[str] = []
+            revoked: set[str] = set()
+            changed: set[str] = set()  # the rows written since the last refresh
+            for kind, arg in operations:
+                if kind == "create":
+                    made.append(tokens.create(str(arg))[0].token_id)
+                    changed.add(made[-1])
+                elif kind == "revoke" and made:
+                    token_id = made[int(arg) % len(made)]  # type: ignore[call-overload]
+                    tokens.revoke(token_id)
+                    if token_id not in revoked:  # revoking again writes nothing
+                        revoked.add(token_id)
+                        changed.add(token_id)
+                elif kind == "end":
+                    ended.end(str(arg), "alice")
+                    changed.add(str(arg))
+                elif kind == "refresh":
+                    # Each row written since the last read, once; nothing else.
+                    assert view.refresh() == len(changed)
+                    changed.clear()
+            view.refresh()
+            with log.engine.connect() as conn:
+                live = {
+                    r.token_id
+                    for r in conn.execute(sa.select(api_tokens)).all()
+                    if r.revoked_at is None
+                }
+                gone = {
+                    r.credential_id: r.revoked_at for r in conn.execute(sa.select(revoked_logins))
+                }
+            for token_id in made:
+                assert view.token_live(token_id) == (token_id in live)
+            for credential, at in gone.items():
+                assert view.login_ended(credential) and view.login_ended(credential, at)
+                assert not view.login_ended(credential, at + 1)
+
+        check()
+    finally:
+        log.close()
+        other.close()

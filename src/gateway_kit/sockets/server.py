@@ -39,10 +39,10 @@ import socketio
 from ..access.credentials import CredentialView, credentials_of
 from ..access.logins import EndedLogins
 from ..access.tickets import SocketTickets
-from ..exceptions import InvalidEvent
+from ..exceptions import DatabaseUnavailable, InvalidEvent
 from ..hooks import Plugins
 from ..hooks.manager import NOT_YOURS
-from ..http.errors import FORBIDDEN, HTTPError
+from ..http.errors import DATABASE_UNAVAILABLE, FORBIDDEN, HTTPError
 from ..log import EventLog
 from ..log.event import check_name
 from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
@@ -240,11 +240,15 @@ class SocketServer:
                     loop.call_soon_threadsafe(self._close_ended, connection)
 
             self._unwatch[sid] = self.credentials.watch(principal.credential_id, ended)
-        if not (await asyncio.to_thread(self._still_valid, [connection]))[0]:
+        try:
+            holds = (await asyncio.to_thread(self._still_valid, [connection]))[0]
+        except DatabaseUnavailable as exc:
+            holds, refusal = False, (str(exc), {"error": DATABASE_UNAVAILABLE})
+        else:
+            refusal = (CREDENTIAL_ENDED, {"error": "credential_ended"})
+        if not holds:
             self._unwatch.pop(sid, _nothing)()
-            raise socketio.exceptions.ConnectionRefusedError(
-                CREDENTIAL_ENDED, {"error": "credential_ended"}
-            )
+            raise socketio.exceptions.ConnectionRefusedError(*refusal)
         self.connections[sid] = connection
         await asyncio.to_thread(self.presence.connected, connection.connection_id, principal)
         self.checks.start()
