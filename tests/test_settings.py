@@ -74,6 +74,8 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("max_page_bytes", 4.5),
         ("max_message_bytes", -1),
         ("max_message_bytes", "256k"),
+        ("credential_refresh_interval", 0),
+        ("credential_stale_after", 0.1),  # not longer than the refresh interval
     ],
 )
 def test_a_gateway_setting_that_cannot_work_is_refused_naming_it(

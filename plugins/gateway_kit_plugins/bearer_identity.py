@@ -1,7 +1,9 @@
 """Principals from ``Authorization: Bearer gk_...`` API tokens (method ``bearer``).
 
 Tokens are made with ``gateway-kit tokens create USER [--scope S]`` and stored hashed
-(`gateway_kit.access.ApiTokens`); a revoked one is refused at once. A Bearer value that is not
+(`gateway_kit.access.ApiTokens`), and checked from this process's memory of them, which reads
+what changed every half second: a revoked one is refused within that, in every process
+(`DatabaseUnavailable` when that memory could not be read for too long). A Bearer value that is not
 such a token is left to the other resolvers, and refused (401) when none takes it.
 """
 
@@ -52,7 +54,7 @@ class BearerIdentity:
             return None
         if not self.admits(scope):
             return None  # refused: the Authorization header is then invalid (401)
-        found = self.tokens.check(token, self.KIND)
+        found = self.tokens.checked(token, self.KIND)
         if found is None:
             return None
         return Principal(

@@ -5,7 +5,8 @@ wrapped Flask app's ``SECRET_KEY``, ``SECRET_KEY_FALLBACKS``, cookie name and li
 this plugin's settings (``Gateway(plugin_config={"flask_session_identity": {...}})``: any field
 of `FlaskSessionSettings`). The principal's CSRF token is the session's, which unsafe requests
 to the gateway must send back. A request that carries an ``Authorization`` header is left to the
-resolvers of that header, and a login that was logged out is refused.
+resolvers of that header, and a login that was logged out is refused (checked from memory,
+`gateway_kit.access.credentials`: `DatabaseUnavailable` when that could not be read for too long).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class FlaskSessionIdentity:
             return  # no key: the app keeps no session, there is no cookie to read
         self.reader = FlaskSessionReader(settings)
         if context.log is not None:
-            self.ended = EndedLogins(context.log)
+            self.ended = EndedLogins(context.log, max_age=settings.max_age)
 
     @hookimpl(trylast=True)
     def resolve_principal(self, scope: Scope) -> Principal | None:
@@ -51,7 +52,10 @@ class FlaskSessionIdentity:
         login = self.reader.login("; ".join(cookies))
         if login is None:
             return None
-        if self.ended is not None and self.ended.ended(login.credential_id):
+        # A login without a nonce of its own is every login of the user: a cookie signed
+        # after it last ended is of a later login.
+        since = None if login.per_login else login.signed_at
+        if self.ended is not None and self.ended.ended(login.credential_id, since):
             return None
         return Principal(
             user_id=login.user_id,

@@ -17,7 +17,20 @@ from gateway_kit.types import Scope
 
 from .bearer_identity import BearerIdentity
 
-FORWARDING_HEADERS = (b"forwarded", b"x-forwarded-for", b"x-forwarded-host", b"x-real-ip")
+# Headers by which a proxy says whom it forwards for: any of them, or of their families
+# (X-Forwarded-Proto, X-Forwarded-Port, X-Real-IP-Chain...), means the peer is a proxy.
+FORWARDING_HEADERS = frozenset(
+    {
+        b"forwarded",
+        b"via",
+        b"x-client-ip",
+        b"true-client-ip",
+        b"cf-connecting-ip",
+        b"fastly-client-ip",
+        b"x-cluster-client-ip",
+    }
+)
+FORWARDING_PREFIXES = (b"forwarded-", b"x-forwarded", b"x-real-ip", b"x-original-forwarded")
 LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
 
@@ -47,8 +60,10 @@ def from_this_host(scope: Scope) -> bool:
     client = scope.get("client")
     if not client or not loopback(client[0]):
         return False
-    if any(header(scope, name) is not None for name in FORWARDING_HEADERS):
-        return False
+    for name, _value in scope.get("headers", ()):
+        name = bytes(name).lower()
+        if name in FORWARDING_HEADERS or name.startswith(FORWARDING_PREFIXES):
+            return False
     return local_host_header(header(scope, b"host"))
 
 

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .access.credentials import credentials_of
 from .access.logins import EndedLogins
 from .access.tickets import SocketTickets
 from .hooks import PluginContext, Plugins
@@ -27,6 +28,8 @@ from .runs.sweeper import OwnedRunSweeper
 from .runs.sweeping import SweepOwnedRuns
 from .settings import (
     DEFAULT_BODY_TIMEOUT,
+    DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
+    DEFAULT_CREDENTIAL_STALE_AFTER,
     DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
     DEFAULT_LEGACY_TASKS_PATH,
     DEFAULT_MAX_BODY_BYTES,
@@ -95,6 +98,12 @@ class Gateway:
         Socket.IO's state (python-socketio's Redis manager); None for one process.
     :param socketio_redis_channel: the Redis channel those processes share (one per
         deployment on a shared Redis).
+    :param credential_refresh_interval: seconds between each process's reads of revoked tokens
+        and ended logins (only what changed): how soon a revocation or a logout anywhere ends
+        the credential's requests, streams and sockets here.
+    :param credential_stale_after: seconds this process may go without such a read (the
+        database is down) before every token and cookie check fails closed
+        (`DatabaseUnavailable`, a 503).
     :param ticket_ttl: seconds a socket ticket stays valid.
     :param ticket_rate: how many tickets one credential may ask for in how many seconds
         (a 429 with ``Retry-After`` beyond).
@@ -172,6 +181,8 @@ class Gateway:
         socket_origins: Sequence[str] | None = None,
         socketio_redis_url: str | None = None,
         socketio_redis_channel: str = DEFAULT_REDIS_CHANNEL,
+        credential_refresh_interval: float = DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
+        credential_stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER,
         ticket_ttl: float = DEFAULT_TICKET_TTL,
         ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE,
         legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
@@ -211,6 +222,8 @@ class Gateway:
             working_dir=working_dir,
             ticket_ttl=ticket_ttl,
             ticket_rate=ticket_rate,
+            credential_refresh_interval=credential_refresh_interval,
+            credential_stale_after=credential_stale_after,
             legacy_socket_token_path=legacy_socket_token_path,
             socket_origins=tuple(socket_origins) if socket_origins is not None else None,
             reply_timeout=reply_timeout,
@@ -223,6 +236,11 @@ class Gateway:
             max_message_bytes=max_message_bytes,
         )
         self.log = log
+        # One view of the credentials per log in a process, shared by every part that checks.
+        credentials_of(log).configure(
+            interval=self.settings.credential_refresh_interval,
+            stale_after=self.settings.credential_stale_after,
+        )
         self.upstream = upstream
         self.allow_anonymous = allow_anonymous
         self.plugins = Plugins(
@@ -255,6 +273,8 @@ class Gateway:
                 queue_size=self.settings.queue_size,
                 max_page_bytes=self.settings.max_page_bytes,
             ),
+            # A stream ends with the credential that opened it, in every process.
+            credentials=credentials_of(log),
         )
         # Ends the runs the app writes itself whose process died: in every gateway process.
         self.sweeper = OwnedRunSweeper(log, interval=self.settings.owned_run_sweep_interval)

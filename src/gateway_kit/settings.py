@@ -51,6 +51,14 @@ DEFAULT_CANCEL_DEADLINE = 30.0
 # A run still going this long is cancelled at goose and ended with an Error (inf: no limit).
 DEFAULT_MAX_RUN_DURATION = 3600.0
 NOT_DURATION = "{name} must be a positive number of seconds (inf for no limit), got {value!r}"
+# How often each process reads revoked tokens and ended logins (the bound on a revocation
+# reaching it), and how long it may go without a read before credential checks fail closed.
+DEFAULT_CREDENTIAL_REFRESH_INTERVAL = 0.5
+DEFAULT_CREDENTIAL_STALE_AFTER = 10.0
+BAD_CREDENTIAL_TIMINGS = (
+    "credential_stale_after must be longer than credential_refresh_interval, got {stale!r} "
+    "and {interval!r}"
+)
 BAD_TICKET_RATE = (
     "ticket_rate must be (a positive number of tickets, a positive number of seconds), "
     "got {value!r}"
@@ -158,6 +166,8 @@ class GatewaySettings:
     legacy_socketio_path: str | None = None
     max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    credential_refresh_interval: float = DEFAULT_CREDENTIAL_REFRESH_INTERVAL
+    credential_stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -214,6 +224,14 @@ class GatewaySettings:
             set_(self, "legacy_socketio_path", path)
         for name in ("max_page_bytes", "max_message_bytes"):
             _positive_integer(name, getattr(self, name))
+        _positive_number("credential_refresh_interval", self.credential_refresh_interval)
+        _positive_number("credential_stale_after", self.credential_stale_after)
+        if self.credential_stale_after <= self.credential_refresh_interval:
+            raise SettingsError(
+                BAD_CREDENTIAL_TIMINGS.format(
+                    stale=self.credential_stale_after, interval=self.credential_refresh_interval
+                )
+            )
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

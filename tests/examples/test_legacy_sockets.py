@@ -94,9 +94,13 @@ def test_through_the_gateway_two_tabs_and_a_cli_all_connect(sqlite_url: str) -> 
 
     async def main(base: str) -> None:
         tab, phone = await logged_in(base), await logged_in(base)
-        # Old clients keep asking where they always did; the gateway answers in the old shape.
-        first = (await tab.get("/api/socket-token")).json()["token"]
-        second = (await phone.get("/api/socket-token")).json()["token"]
+        # Old clients keep asking where they always did; the gateway answers in the old shape,
+        # to a page that shows the session's CSRF token (as its POSTs do).
+        tab_csrf = (await tab.get("/api/csrf-token")).json()["csrf_token"]
+        first = (await tab.get("/api/socket-token", headers={"x-csrf-token": tab_csrf})).json()
+        phone_csrf = (await phone.get("/api/csrf-token")).json()["csrf_token"]
+        second = (await phone.get("/api/socket-token", params={"csrf_token": phone_csrf})).json()
+        first, second = first["token"], second["token"]
         async with httpx.AsyncClient(
             base_url=base, headers={"authorization": f"Bearer {token}"}
         ) as cli:

@@ -210,7 +210,7 @@ def test_resolve_principal_a_raising_resolver_refuses_and_is_logged(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
     gw = gateway(log, plugin("broken-sso", resolve_principal=raising))
-    assert gw.plugins.resolve_principal({"type": "http", "headers": []}) is REFUSED
+    assert asyncio.run(gw.plugins.resolve_principal({"type": "http", "headers": []})) is REFUSED
     assert logged(caplog, "broken-sso", "resolve_principal")
 
 

@@ -7,10 +7,12 @@ session cookie (alice's, bob's, signed with a key nobody has, expired, random te
 header (the session's, a wrong one, none), and a method, path and body for the gateway's routes
 or the legacy poll. What it must get follows from those alone:
 
-- an ``Authorization`` header that is not a live token of its kind (from its place) is a 401,
-  whatever cookie comes with it;
+- a Bearer ``Authorization`` header that is not a live token of its kind (from its place) is a
+  401, whatever cookie comes with it; a header of another scheme (Basic, random text) is no
+  credential for the gateway, and the wrapped app's own routes get it;
 - without a valid credential, every gateway route and the legacy poll are a 401;
-- a cookie principal's unsafe request without the session's CSRF token is a 403;
+- a cookie principal's unsafe request (or its ask for a legacy socket token) without the
+  session's CSRF token is a 403;
 - bob never reads alice's stream (403, or the legacy poll's 404);
 - a 4xx leaves every row the gateway keeps as it was;
 - a method no route takes is a 405 for anyone (the routes are public knowledge).
@@ -150,6 +152,7 @@ PATHS = st.sampled_from(
         ("POST", "/gateway/socket-tickets"),
         ("GET", "/api/socket-token"),
         ("GET", f"/gateway/streams/{ALICE_STREAM}/presence"),
+        ("GET", "/api/csrf-token"),  # the wrapped app's, open to anyone
     ]
 )
 
@@ -171,18 +174,29 @@ def made_log(sqlite_url: str) -> Iterator[tuple[str, Credentials]]:
     yield sqlite_url, made
 
 
-def expected(sent: Sent) -> set[int]:
-    """The statuses `sent` may get, from its credentials alone."""
-    kind, _ = sent.authorization
+def bearer(value: str | None) -> bool:
+    words = (value or "").split(None, 1)
+    return bool(words) and words[0].lower() == "bearer"
+
+
+def expected(sent: Sent, owners: dict[str, str]) -> set[int]:
+    """The statuses `sent` may get, from its credentials alone (and who started a run of a
+    new stream first: `owners`)."""
+    kind, value = sent.authorization
+    if kind == "bad" and not bearer(value):
+        kind = "none"  # another scheme: the wrapped app's business, no credential here
     if kind == "bad":
         return {401}  # refused by the identity stage, before any route
     who = kind if kind != "none" else sent.cookie[0]
     by_cookie = kind == "none" and who != "none"
     unsafe = sent.method in UNSAFE and sent.path.startswith("/gateway")
+    unsafe = unsafe or sent.path == "/api/socket-token"  # a GET that hands out a credential
     if by_cookie and unsafe and sent.csrf != CSRF:
         return {403}  # refused by the identity stage too
     if sent.method == "DELETE":
         return {405}  # no route takes it, whoever asks: that says nothing of anyone's data
+    if sent.path == "/api/csrf-token":
+        return {200}
     if who == "none":
         return {401}
     path = sent.path
@@ -191,8 +205,15 @@ def expected(sent: Sent) -> set[int]:
     if who == "bob" and (ALICE_RUN in path or ALICE_STREAM in path):
         return {404} if path.startswith("/api/tasks") else {403}
     if path.endswith("/runs"):
-        return {200, 409}  # bob's new stream is his own; one run of it at a time
+        if owners.get(path, who) != who:
+            return {403}  # another user's run made the stream theirs
+        return {200, 409}  # a new stream is whoever starts it first's; one run at a time
     return {200, 204}
+
+
+def who_of(sent: Sent) -> str:
+    kind, value = sent.authorization
+    return kind if kind not in ("none", "bad") and bearer(value) else sent.cookie[0]
 
 
 def test_every_request_gets_what_its_credentials_earn(
@@ -235,18 +256,21 @@ def test_every_request_gets_what_its_credentials_earn(
                 before = rows(log)
                 answer = asyncio.run_coroutine_threadsafe(call(gateway), loop).result(30)
                 assert answer.status in ALLOWED_STATUSES, (sent, answer.status, answer.body)
-                assert answer.status in expected(sent), (sent, answer.status, answer.body[:200])
+                allowed = expected(sent, owners)
+                assert answer.status in allowed, (sent, answer.status, answer.body[:200])
                 if answer.status >= 400:
                     assert_json_error(answer, answer.status)
                     after = rows(log)
                     assert after == before, (sent, _changes(before, after))
                 if answer.status == 200 and path.endswith("/runs"):
+                    owners.setdefault(path, who_of(sent))
                     run_id = answer.json()["run_id"]
                     # Its turn runs to its end before the next example looks at the rows.
                     asyncio.run_coroutine_threadsafe(wait_run_ended(gateway, run_id), loop).result(
                         30
                     )
 
+            owners: dict[str, str] = {}
             loop = asyncio.get_running_loop()
             await asyncio.to_thread(check)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,7 +16,7 @@ from gateway_kit.access import ApiTokens, StreamOwners, TokenKind
 from gateway_kit.access.tables import api_tokens
 from gateway_kit.access.tokens import LIVE_BATCH
 
-from ..waiting import answered_while_another_writes
+from ..waiting import answered_while_another_writes, wait_until
 from .helpers import assert_error, strict_gateway, with_clients
 
 JSON = {"accept": "application/json"}
@@ -24,11 +25,14 @@ GATEWAY_KIT = Path(sys.executable).parent / "gateway-kit"
 
 
 @pytest.fixture
-def log(log_url: str) -> EventLog:
+def log(log_url: str) -> Iterator[EventLog]:
     event_log = EventLog(log_url)
     event_log.append("carol-work", "Message", {"text": "for carol"})
     StreamOwners(event_log).declare("carol-work", "carol")
-    return event_log
+    try:
+        yield event_log
+    finally:
+        event_log.close()
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -63,6 +67,8 @@ def test_a_token_made_by_the_cli_reads_its_users_streams_until_revoked(
     answer = with_clients(gateway, read)
     assert answer.status_code == 200 and answer.json()["events"][0]["data"] == {"text": "for carol"}
     assert cli("revoke", token_id, "--db", log_url).returncode == 0
+    # Each process reads revocations every half second.
+    wait_until(lambda: with_clients(gateway, read).status_code == 401, timeout=2.0)
     assert_error(with_clients(gateway, read), 401, "unauthenticated")
     unknown = cli("revoke", "000000000000", "--db", log_url)
     assert unknown.returncode == 1 and "no token" in unknown.stderr
@@ -151,3 +157,32 @@ def test_a_host_login_token_is_accepted_only_from_this_host_without_a_proxy(log:
     # And as a plain Bearer token it is refused everywhere: the two kinds never stand in.
     _api_record, api_token = ApiTokens(log).create("carol")
     assert ApiTokens(log).check(api_token, TokenKind.HOST) is None
+
+
+@pytest.mark.parametrize(
+    "forwarding",
+    [
+        ("x-forwarded-proto", "https"),
+        ("x-forwarded-port", "443"),
+        ("x-forwarded-server", "proxy.example.com"),
+        ("X-Real-IP", "203.0.113.9"),
+        ("x-forwarded", "for=203.0.113.9"),
+        ("via", "1.1 proxy"),
+    ],
+)
+def test_a_host_login_token_is_refused_behind_any_forwarding_header(
+    log: EventLog, forwarding: tuple[str, str]
+) -> None:
+    _, token = ApiTokens(log).create("carol", kind=TokenKind.HOST)
+    gateway = strict_gateway(log)
+    name, value = forwarding
+
+    async def body(client: httpx.AsyncClient) -> tuple[httpx.Response, httpx.Response]:
+        url = f"http://localhost:8000{PAGE}"
+        direct = await client.get(url, headers=bearer(token))
+        proxied = await client.get(url, headers={**bearer(token), name: value})
+        return direct, proxied
+
+    direct, proxied = with_clients(gateway, body, client_addr=("127.0.0.1", 5000))
+    assert direct.status_code == 200
+    assert_error(proxied, 401, "unauthenticated")

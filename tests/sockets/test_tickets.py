@@ -13,7 +13,7 @@ from gateway_kit.access import ApiTokens
 from gateway_kit.access.tables import socket_tickets
 from gateway_kit.access.tickets import RateLimited, SocketTickets
 
-from ..identity.helpers import assert_error, flask_app, with_clients
+from ..identity.helpers import assert_error, flask_app, log_in, with_clients
 
 ALICE = Principal(user_id="alice", method="bearer", credential_id="tok-1")
 
@@ -100,3 +100,34 @@ def test_asking_too_often_is_a_429_with_retry_after_and_the_legacy_shape_is_kept
 
     with_clients(gateway, body)
     log.close()
+
+
+def test_the_legacy_socket_token_needs_a_cookies_csrf_token(sqlite_url: str) -> None:
+    log = EventLog(sqlite_url)
+    gateway = Gateway(flask_app(log), log=log)
+
+    async def body(client: httpx.AsyncClient) -> None:
+        csrf = await log_in(client, "alice")
+        before = _tickets(log)
+        # A request another site can make a logged-in browser send: no ticket, nothing written.
+        for refused in (
+            await client.get("/api/socket-token"),
+            await client.get("/api/socket-token", headers={"x-csrf-token": "not-the-token"}),
+            await client.get("/api/socket-token", params={"csrf_token": csrf[:-1]}),
+        ):
+            assert_error(refused, 403, "csrf_failed")
+        assert _tickets(log) == before
+        # What the legacy page can send: the header, or a query parameter.
+        by_header = await client.get("/api/socket-token", headers={"x-csrf-token": csrf})
+        by_param = await client.get("/api/socket-token", params={"csrf_token": csrf})
+        for answer in (by_header, by_param):
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["success"] is True and answer.json()["token"]
+
+    with_clients(gateway, body)
+    log.close()
+
+
+def _tickets(log: EventLog) -> int:
+    with log.engine.connect() as conn:
+        return len(conn.execute(sa.select(socket_tickets)).all())

@@ -1,4 +1,4 @@
-"""Table objects for the access rows (made by migration 0008)."""
+"""Table objects for the access rows (made by migrations 0008 and 0010)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ api_tokens = sa.Table(
     sa.Column("scopes", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("revoked_at", sa.Float),
+    sa.Column("change", sa.BigInteger),  # see `changes.next_change`
 )
 
 stream_owners = sa.Table(
@@ -53,6 +54,7 @@ revoked_logins = sa.Table(
     sa.Column("credential_id", sa.Text, primary_key=True),
     sa.Column("user_id", sa.Text, nullable=False),
     sa.Column("revoked_at", sa.Float, nullable=False),
+    sa.Column("change", sa.BigInteger),
 )
 
 socket_connections = sa.Table(

@@ -43,6 +43,7 @@ class TicketHolder:
 
     principal: Principal
     origin: str | None
+    issued_at: float = 0.0  # a cookie login that ended since then is refused
 
 
 class SocketTickets:
@@ -146,6 +147,7 @@ class SocketTickets:
                     socket_tickets.c.credential_id,
                     socket_tickets.c.scopes,
                     socket_tickets.c.origin,
+                    socket_tickets.c.issued_at,
                 )
             ).first()
         if row is None:
@@ -157,4 +159,4 @@ class SocketTickets:
             credential_id=credential,
             scopes=frozenset(json.loads(row.scopes)),
         )
-        return TicketHolder(principal, row.origin)
+        return TicketHolder(principal, row.origin, row.issued_at)

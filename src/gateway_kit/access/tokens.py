@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from ..exceptions import InvalidCredential
 from ..log import EventLog
+from .credentials import KnownToken, credentials_of, next_change
 from .secrets import digest, new_secret, same_digest
 from .tables import api_tokens
 
@@ -114,13 +115,17 @@ class ApiTokens:
                     secret_hash=digest(secret),
                     scopes=json.dumps(sorted(checked)),
                     created_at=record.created_at,
+                    change=next_change(conn, api_tokens.c.change),
                 )
             )
+        credentials_of(self.log).noted_token(
+            KnownToken(token_id, user_id, kind.value, digest(secret), checked, revoked=False)
+        )
         return record, f"{kind.prefix}_{token_id}_{secret}"
 
     def check(self, token: str, kind: TokenKind) -> ApiToken | None:
         """The live token of `kind` whose text is `token`, or None (unknown, revoked, another
-        kind, a wrong secret)."""
+        kind, a wrong secret), read from the database (requests check `checked`, from memory)."""
         parsed = parse_token(token)
         if parsed is None or parsed[0] is not kind:
             return None
@@ -134,6 +139,19 @@ class ApiTokens:
         if not same_digest(secret, row.secret_hash):
             return None
         return _record(row)
+
+    def checked(self, token: str, kind: TokenKind) -> KnownToken | None:
+        """`check` from this process's `CredentialView`: no database read, unless the token is
+        newer than the view's last read (then a read's time at most); `DatabaseUnavailable`
+        when the view could not be read for too long."""
+        parsed = parse_token(token)
+        if parsed is None or parsed[0] is not kind:
+            return None
+        _, token_id, secret = parsed
+        found = credentials_of(self.log).token(token_id)
+        if found is None or found.revoked or found.kind != kind.value:
+            return None
+        return found if same_digest(secret, found.secret_hash) else None
 
     def live(self, token_ids: Iterable[str]) -> set[str]:
         """Which of `token_ids` name tokens that exist and are not revoked: a query per
@@ -161,13 +179,23 @@ class ApiTokens:
             conn.execute(
                 api_tokens.update()
                 .where(api_tokens.c.token_id == token_id, api_tokens.c.revoked_at.is_(None))
-                .values(revoked_at=time.time())
+                .values(revoked_at=time.time(), change=next_change(conn, api_tokens.c.change))
             )
             row = conn.execute(
                 sa.select(api_tokens).where(api_tokens.c.token_id == token_id)
             ).first()
         if row is None:
             raise KeyError(NO_SUCH_TOKEN.format(token_id=token_id))
+        credentials_of(self.log).noted_token(
+            KnownToken(
+                row.token_id,
+                row.user_id,
+                row.kind,
+                row.secret_hash,
+                frozenset(json.loads(row.scopes)),
+                revoked=True,
+            )
+        )
         return _record(row)
 
 

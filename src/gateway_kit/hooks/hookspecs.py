@@ -143,7 +143,8 @@ def resolve_principal(scope: Scope) -> Principal | None:
     """Say who a request is from.
 
     Called once per request by the identity stage, before any route and before the wrapped
-    app, on the event loop: answer from the request and from memory, quickly. Stops at the first
+    app, in a worker thread: a slow resolver delays only its own request, yet that request waits
+    for it, so answer from the request and from memory when you can. Stops at the first
     non-None result. Raising, answering something that is not a `Principal`, or taking longer
     than the gateway's ``plugin_timeout`` refuses the request (401).
 

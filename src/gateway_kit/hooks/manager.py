@@ -27,7 +27,7 @@ from .context import PluginContext
 from .hung import HungCalls, counted
 from .loading import BUILT_IN, PASSED_IN, PluginSource, entry_points, load
 from .markers import PROJECT
-from .policy import CURRENT_CALL, CallProgress, HookFailed, Refused, guarded, logger
+from .policy import CURRENT_CALL, REFUSED, CallProgress, HookFailed, Refused, guarded, logger
 from .threads import HookThreads
 
 # Threads for hooks that may block, counting only calls within their time (a hung call's
@@ -47,6 +47,7 @@ DUPLICATE = "cannot register plugin {name!r}: {error} (give the object a distinc
 UNKNOWN_CONFIG = "plugin_config names {names}, which {verb} no loaded plugin; loaded: {loaded}"
 BAD_CONFIG = "plugin_config[{name!r}] must be a mapping of settings, got {value!r}"
 UNANSWERED = "plugin %r did not answer authorize_subscription within %g s; the read is refused"
+UNRESOLVED = "plugin %r did not answer resolve_principal within %g s; the request is refused"
 SLOW_HOOK = "plugin %r did not answer %s within %g s; going on without its answer"
 NOBODY_DECIDED = "no plugin decided whether %r may read stream %r; refused"
 NOT_YOURS = "you may not read stream {stream!r}"
@@ -207,11 +208,21 @@ class Plugins:
 
     # --- the access decisions ----------------------------------------------------------------
 
-    def resolve_principal(self, scope: Scope) -> Principal | Refused | None:
-        """Who `scope` is from: a `Principal`, `REFUSED` (a resolver failed), or None."""
+    async def resolve_principal(self, scope: Scope) -> Principal | Refused | None:
+        """Who `scope` is from: a `Principal`, `REFUSED` (a resolver failed or did not answer
+        within the timeout), or None; asked off the event loop, so a slow resolver delays only
+        its own request."""
         if not self._resolvers:
             return None
-        answer: Principal | Refused | None = self.manager.hook.resolve_principal(scope=scope)
+        progress = CallProgress()
+        hook = self.manager.hook.resolve_principal
+        try:
+            answer: Principal | Refused | None = await self._run(
+                "resolve_principal", progress, lambda: hook(scope=scope), self.timeout
+            )
+        except TimeoutError:
+            logger.error(UNRESOLVED, progress.plugin, self.timeout)
+            return REFUSED
         return answer
 
     async def authorize_subscription(self, principal: Principal, stream: str) -> bool:

@@ -75,11 +75,19 @@ class FlaskSessionSettings:
 
 @dataclass(frozen=True)
 class FlaskLogin:
-    """A session cookie that holds a logged-in user."""
+    """A session cookie that holds a logged-in user.
+
+    :param per_login: the session names its login (a login nonce): the credential is this
+        login's alone. Otherwise it is every login of the user, and only the cookies signed
+        before it last ended are refused (a later login works again).
+    :param signed_at: when the cookie was signed (epoch seconds, whole).
+    """
 
     user_id: str
     credential_id: str
     csrf_token: str | None
+    per_login: bool = True
+    signed_at: float = 0.0
 
 
 @dataclass
@@ -135,24 +143,27 @@ class FlaskSessionReader:
         if verified is None:
             return None
         data, signed_at = verified
-        login = self.login_of(data)
+        login = self.login_of(data, signed_at)
         if len(self._verified) >= VERIFIED_CACHE:
             self._verified.pop(next(iter(self._verified)))  # the oldest
         self._verified[value] = (login, signed_at + self.settings.max_age)
         return login
 
-    def login_of(self, session: Mapping[str, Any]) -> FlaskLogin | None:
+    def login_of(self, session: Mapping[str, Any], signed_at: float = 0.0) -> FlaskLogin | None:
         settings = self.settings
         user = session.get(settings.user_key)
         if not isinstance(user, str) or not user:
             return None
         nonce = session.get(settings.login_key)
-        if isinstance(nonce, str) and nonce:
+        per_login = isinstance(nonce, str) and bool(nonce)
+        if per_login:
             credential = "login:" + hashlib.sha256(f"{user}\0{nonce}".encode()).hexdigest()[:32]
         else:
             credential = "login:" + hashlib.sha256(user.encode()).hexdigest()[:32]
         csrf = session.get(settings.csrf_key)
-        return FlaskLogin(user, credential, csrf if isinstance(csrf, str) and csrf else None)
+        return FlaskLogin(
+            user, credential, csrf if isinstance(csrf, str) and csrf else None, per_login, signed_at
+        )
 
 
 def cookie_value(header: str | None, name: str) -> str | None:

@@ -5,8 +5,9 @@ scope (``scope["gateway_kit.principal"]``, read with `gateway_kit.principal.prin
 app finds it in its environ under the same key) for every part below. What is refused here:
 
 - a resolver that fails (raises, answers nonsense, takes too long): 401;
-- an ``Authorization`` header that no resolver accepts: 401, never a fallback to the cookie
-  (a client that sends a token means that token);
+- a Bearer ``Authorization`` header that no resolver accepts: 401, never a fallback to the
+  cookie (a client that sends a token means that token); a header of another scheme (Basic,
+  another app's token) is left to the wrapped app, and is no credential for the gateway;
 - an unsafe request (POST, PUT, PATCH, DELETE) to a CSRF-protected path from a principal a
   browser sends by itself (a cookie) without that principal's CSRF token in the
   ``X-CSRF-Token`` header: 403.
@@ -41,6 +42,7 @@ CSRF_MESSAGE = (
 )
 CSRF_HEADER = b"x-csrf-token"
 AUTHORIZATION = b"authorization"
+BEARER_SCHEME = "bearer"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
@@ -84,13 +86,14 @@ class IdentityMiddleware:
         if kind != "http" and kind != "websocket":
             await self.app(scope, receive, send)
             return
-        answer = self.plugins.resolve_principal(scope)
+        answer = await self.plugins.resolve_principal(scope)
         if isinstance(answer, Refused):
             await self.refuse(kind, send, 401, UNAUTHENTICATED, REFUSED_MESSAGE)
             return
-        # An Authorization header no resolver took is never passed over for the cookie a
-        # browser sent beside it, whichever resolver read that cookie.
-        if (answer is None or answer.sent_by_browser) and header(scope, AUTHORIZATION) is not None:
+        # A Bearer token no resolver took is never passed over for the cookie a browser sent
+        # beside it, whichever resolver read that cookie. Other schemes (Basic, another
+        # app's own) are the wrapped app's business: to the gateway they are no credential.
+        if (answer is None or answer.sent_by_browser) and _bearer(header(scope, AUTHORIZATION)):
             await self.refuse(kind, send, 401, UNAUTHENTICATED, BAD_AUTHORIZATION)
             return
         if answer is None:
@@ -140,6 +143,14 @@ class IdentityMiddleware:
             await send_error(send, status, code, message)
         else:
             await send(refusal(message))
+
+
+def _bearer(authorization: str | None) -> bool:
+    """Whether an ``Authorization`` header is of the Bearer scheme, the gateway's own."""
+    if authorization is None:
+        return False
+    words = authorization.split(None, 1)
+    return bool(words) and words[0].lower() == BEARER_SCHEME
 
 
 def _under(path: str, prefixes: tuple[str, ...]) -> bool:

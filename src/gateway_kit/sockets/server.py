@@ -30,19 +30,19 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import socketio
 
-from ..access import ApiTokens
+from ..access.credentials import CredentialView, credentials_of
 from ..access.logins import EndedLogins
 from ..access.tickets import SocketTickets
-from ..exceptions import InvalidEvent
+from ..exceptions import DatabaseUnavailable, InvalidEvent
 from ..hooks import Plugins
 from ..hooks.manager import NOT_YOURS
-from ..http.errors import FORBIDDEN, HTTPError
+from ..http.errors import DATABASE_UNAVAILABLE, FORBIDDEN, HTTPError
 from ..log import EventLog
 from ..log.event import MAX_SEQ, check_name
 from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
@@ -84,6 +84,7 @@ class Connection:
     sid: str
     connection_id: str
     principal: Principal
+    since: float = 0.0  # its credential ending after this (its ticket's issue) closes it
     streams: set[str] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _turns: dict[str, int] = field(default_factory=dict)  # streams with requests in flight
@@ -100,6 +101,10 @@ class Connection:
     def end_turn(self, stream: str, turn: int) -> None:
         if self.newest(stream, turn):
             del self._turns[stream]
+
+
+def _nothing() -> None:
+    return None
 
 
 class SubscriptionRefused(Exception):
@@ -154,8 +159,8 @@ class SocketServer:
         self.plugins = plugins
         self.streams = streams
         self.tickets = tickets
-        self.tokens = ApiTokens(log)
         self.ended_logins = ended_logins if ended_logins is not None else EndedLogins(log)
+        self.credentials: CredentialView = credentials_of(log)
         process_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.presence = Presence(log, process_id)
         manager = (
@@ -177,6 +182,8 @@ class SocketServer:
         self.app = socketio.ASGIApp(self.sio, socketio_path=prefix.strip("/") + SOCKETIO_PATH)
         self.prefix = prefix
         self.connections: dict[str, Connection] = {}
+        self._unwatch: dict[str, Callable[[], None]] = {}
+        self._closing: set[asyncio.Future[None]] = set()
         self.outboxes = Outboxes(self.sio, limit=queue_size, timeout=send_timeout)
         self.rooms = RoomFeeds(
             log,
@@ -235,16 +242,30 @@ class SocketServer:
         sent_by = principal_of(environ.get("asgi.scope") or {})
         if sent_by is not None and not sent_by.anonymous and sent_by.user_id != principal.user_id:
             raise socketio.exceptions.ConnectionRefusedError(ANOTHER_USER, {"error": "ticket_user"})
-        if not (await asyncio.to_thread(self._still_valid, [principal]))[0]:
-            raise socketio.exceptions.ConnectionRefusedError(
-                CREDENTIAL_ENDED, {"error": "credential_ended"}
-            )
-        connection = Connection(sid, uuid.uuid4().hex, principal)
+        connection = Connection(sid, uuid.uuid4().hex, principal, holder.issued_at)
+        if principal.credential_id is not None:
+            loop = asyncio.get_running_loop()
+
+            def ended() -> None:
+                with contextlib.suppress(RuntimeError):  # the loop is closed
+                    loop.call_soon_threadsafe(self._close_ended, connection)
+
+            self._unwatch[sid] = self.credentials.watch(principal.credential_id, ended)
+        try:
+            holds = (await asyncio.to_thread(self._still_valid, [connection]))[0]
+        except DatabaseUnavailable as exc:
+            holds, refusal = False, (str(exc), {"error": DATABASE_UNAVAILABLE})
+        else:
+            refusal = (CREDENTIAL_ENDED, {"error": "credential_ended"})
+        if not holds:
+            self._unwatch.pop(sid, _nothing)()
+            raise socketio.exceptions.ConnectionRefusedError(*refusal)
         self.connections[sid] = connection
         await asyncio.to_thread(self.presence.connected, connection.connection_id, principal)
         self.checks.start()
 
     async def on_disconnect(self, sid: str, *reason: Any) -> None:
+        self._unwatch.pop(sid, _nothing)()
         connection = self.connections.pop(sid, None)
         if connection is None:
             return
@@ -256,37 +277,41 @@ class SocketServer:
         for stream in streams:
             await self._announce(stream)
 
-    def _still_valid(self, principals: list[Principal]) -> list[bool]:
-        """For each principal, whether its credential still holds: the tokens among them are
-        looked up in one query, ended cookie logins are known in memory."""
-        tokens = [
-            p.credential_id
-            for p in principals
-            if p.credential_id is not None and p.method in TOKEN_METHODS
-        ]
-        live = self.tokens.live(tokens)
-        return [self._holds(p, live) for p in principals]
+    def _still_valid(self, connections: list[Connection]) -> list[bool]:
+        """For each connection, whether its credential still holds (from memory)."""
+        return [self._holds(c.principal, c.since) for c in connections]
 
-    def _holds(self, principal: Principal, live_tokens: set[str]) -> bool:
+    def _holds(self, principal: Principal, since: float) -> bool:
         credential = principal.credential_id
         if credential is None:
             return True
         if principal.method in TOKEN_METHODS:
-            return credential in live_tokens
+            return self.credentials.token_live(credential)
         if principal.method == COOKIE_METHOD:
-            return not self.ended_logins.ended(credential)
+            return not self.ended_logins.ended(credential, since)
         return True
 
+    def _close_ended(self, connection: Connection) -> None:
+        """Close a connection whose credential just ended (called in its loop)."""
+        if self.connections.get(connection.sid) is connection:
+            self._closing.add(asyncio.ensure_future(self._close(connection.sid)))
+
+    async def _close(self, sid: str) -> None:
+        logger.info("closing socket %s: its credential was revoked or logged out", sid)
+        try:
+            await self.sio.disconnect(sid, ignore_queue=True)
+        finally:
+            self._closing.discard(asyncio.current_task())
+
     async def _check_credentials(self) -> None:
-        """Disconnect this process's connections whose credential was revoked or logged out,
-        and keep this process's presence alive."""
+        """Disconnect this process's connections whose credential was revoked or logged out
+        (should a notice have been missed), and keep this process's presence alive."""
         await asyncio.to_thread(self.presence.keep_alive)
         connections = list(self.connections.values())
-        holds = await asyncio.to_thread(self._still_valid, [c.principal for c in connections])
+        holds = await asyncio.to_thread(self._still_valid, connections)
         ended = [c.sid for c, ok in zip(connections, holds, strict=True) if not ok]
         for sid in ended:
-            logger.info("closing socket %s: its credential was revoked or logged out", sid)
-            await self.sio.disconnect(sid, ignore_queue=True)
+            await self._close(sid)
 
     # --- subscriptions ------------------------------------------------------------------
 

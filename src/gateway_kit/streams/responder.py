@@ -55,6 +55,7 @@ from ..settings import (
 from ..types import Receive, Send
 from .connection import ClientConnection, client_connection
 from .fanout import STOP_OVERFLOW, Subscription
+from .revocation import STOP_REVOKED
 from .sse import PING, SSE_HEADERS, frame_chunks
 
 logger = logging.getLogger("gateway_kit.streams")
@@ -122,6 +123,8 @@ class EventStreamResponder:
             return
         if outcome == STOP_OVERFLOW:
             logger.info("closing a stream whose client cannot keep up; it resumes by cursor")
+        elif outcome == STOP_REVOKED:
+            logger.info("closing a stream whose credential was revoked or logged out")
         connection = client_connection(self.send)
         if outcome != STALLED and await self.end(connection):
             return

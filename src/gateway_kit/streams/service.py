@@ -15,14 +15,17 @@ import threading
 import weakref
 from collections.abc import Callable
 
+from ..access.credentials import CredentialView
 from ..http.errors import HTTPError, send_error, send_no_content
 from ..http.request import Request
 from ..log import EventLog
+from ..principal import principal_of
 from .cursor import resume_point
 from .fanout import Hub
 from .page import serve_page
 from .request import Cursor, wants_json
 from .responder import EventStreamResponder, StreamOptions, StreamSource
+from .revocation import end_when_revoked
 from .runindex import RunEntry, RunIndex
 from .shutdown import ShutdownWatch
 from .sse import reset_frame
@@ -50,11 +53,22 @@ class LoopState:
 
 
 class StreamService:
-    """Serves the log to clients: SSE and JSON pages of a stream or a run."""
+    """Serves the log to clients: SSE and JSON pages of a stream or a run.
 
-    def __init__(self, log: EventLog, options: StreamOptions | None = None) -> None:
+    :param credentials: where revocations and logouts are learnt, so that a stream opened
+        with a credential ends when it does; None: streams are not ended for that.
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        options: StreamOptions | None = None,
+        *,
+        credentials: CredentialView | None = None,
+    ) -> None:
         self.log = log
         self.options = options or StreamOptions()
+        self.credentials = credentials
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopState] = (
             weakref.WeakKeyDictionary()
         )
@@ -150,6 +164,7 @@ class StreamService:
         except Exception:
             logger.exception("starting the live reader failed")
             raise log_unavailable() from None
+        unwatch = end_when_revoked(self.credentials, principal_of(request.scope), sub)
         try:
             try:
                 resume = await resume_point(
@@ -177,5 +192,6 @@ class StreamService:
             state.watch.watch(sub, send)
             await EventStreamResponder(source, self.options, request.receive, send)()
         finally:
+            unwatch()
             state.hub.unsubscribe(sub)
             state.watch.forget(sub)

@@ -4,14 +4,19 @@
     GET  /api/socket-token         → {"success": true, "token", "expires_in"}, the legacy
                                      app's answer, for clients that still ask there
 
-Both need a principal (401). A browser's ticket is bound to the ``Origin`` it was asked from,
-and is refused at connect from any other. Asking too often is a 429 with ``Retry-After``.
-Issuing a ticket never revokes another: every tab, phone and CLI of a user connects at once.
+Both need a principal (401). A browser principal (a cookie) must prove the request comes from
+the app's pages: POST by the identity stage's CSRF check, the legacy GET here, by the session's
+CSRF token in the ``X-CSRF-Token`` header or, for a client that cannot set headers, the
+``csrf_token`` query parameter (403 otherwise). A browser's ticket is bound to the ``Origin``
+it was asked from, and is refused at connect from any other. Asking too often is a 429 with
+``Retry-After``. Issuing a ticket never revokes another: every tab, phone and CLI of a user
+connects at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import math
 
 from ..access.tickets import RateLimited, SocketTickets
@@ -22,6 +27,13 @@ from ..settings import DEFAULT_LEGACY_SOCKET_TOKEN_PATH, DEFAULT_PREFIX
 from ..types import ASGIApp, Receive, Scope, Send
 
 RATE_LIMITED = "rate_limited"
+CSRF_FAILED = "csrf_failed"
+CSRF_MESSAGE = (
+    "a ticket for a session cookie needs the session's CSRF token, in the X-CSRF-Token header "
+    "or the csrf_token query parameter (GET /api/csrf-token gives it)"
+)
+CSRF_HEADER = b"x-csrf-token"
+CSRF_PARAM = "csrf_token"
 
 
 class TicketRoutes:
@@ -76,5 +88,19 @@ class TicketRoutes:
         await send_json(request.send, 200, {"ticket": ticket, "expires_in": ttl})
 
     async def issue_legacy(self, request: Request) -> None:
+        # A GET, so the identity stage lets it pass without a CSRF token; a ticket is a
+        # credential, so another site must not make a browser ask for one.
+        principal = request.principal
+        if principal.sent_by_browser:
+            sent = request.header(CSRF_HEADER) or request.query.get(CSRF_PARAM)
+            expected = principal.csrf_token
+            if (
+                not sent
+                or not expected
+                or not hmac.compare_digest(
+                    sent.encode("utf-8", "surrogateescape"), expected.encode("utf-8")
+                )
+            ):
+                raise HTTPError(403, CSRF_FAILED, CSRF_MESSAGE)
         ticket, ttl = await self._issue(request)
         await send_json(request.send, 200, {"success": True, "token": ticket, "expires_in": ttl})
