@@ -11,7 +11,7 @@ or the legacy poll. What it must get follows from those alone:
   whatever cookie comes with it;
 - without a valid credential, every gateway route and the legacy poll are a 401;
 - a cookie principal's unsafe request without the session's CSRF token is a 403;
-- bob never reads alice's stream (403, or the legacy poll's 404);
+- bob never reads alice's stream (403; a run of it is a 404, as a run that does not exist);
 - a 4xx leaves every row the gateway keeps as it was;
 - a method no route takes is a 405 for anyone (the routes are public knowledge).
 """
@@ -189,7 +189,8 @@ def expected(sent: Sent) -> set[int]:
     if path == f"/gateway/runs/{ALICE_RUN}" or path.endswith("/cancel"):
         return {404}  # a run the app wrote itself: the run API does not know it, for anyone
     if who == "bob" and (ALICE_RUN in path or ALICE_STREAM in path):
-        return {404} if path.startswith("/api/tasks") else {403}
+        # Another user's run is answered as one that does not exist, whatever the route.
+        return {404} if ALICE_RUN in path else {403}
     if path.endswith("/runs"):
         return {200, 409}  # bob's new stream is his own; one run of it at a time
     return {200, 204}
