@@ -20,8 +20,9 @@ from gateway_kit.access.owners import UNOWNED_WRITE, StreamTaken
 from gateway_kit.runs.model import Run, RunStatus
 from gateway_kit.runs.store import RunStore
 
-from ..http import assert_json_error, wait_run_ended
+from ..http import JSON_TYPE, Call, assert_json_error, wait_run_ended
 from .claims import Site, site, texts
+from .helpers import signed_cookie
 
 STREAM = "alice-conv"
 
@@ -154,3 +155,27 @@ def test_a_write_with_no_owner_is_told_once_per_stream(
     told = [r for r in caplog.records if r.msg == UNOWNED_WRITE]
     assert [r.getMessage() for r in told] == [UNOWNED_WRITE % "nobodys"]
     assert "gateway-kit streams owner" in told[0].getMessage()
+
+
+@pytest.mark.parametrize("user", ["u" * 201, "bob\nsmith", "bob\x00", "tab\there"])
+def test_a_user_id_no_stream_can_be_owned_by_is_a_403_at_run_start(log_url: str, user: str) -> None:
+    """The app's session may name any user; one the owners table cannot hold used to be a 500
+    when its run would have made it a new stream's owner."""
+    cookie = signed_cookie({"username": user, "login_id": "l1", "csrf_token": "the-csrf"})
+    headers = [
+        *JSON_TYPE,
+        (b"cookie", f"session={cookie}".encode()),
+        (b"x-csrf-token", b"the-csrf"),
+    ]
+
+    async def main() -> None:
+        async with site(log_url) as s:
+            before = s.snapshot()
+            call = Call(
+                "POST", b"/gateway/streams/fresh/runs", headers=headers, body=b'{"message": "hi"}'
+            )
+            answer = await call(s.gateway)
+            assert_json_error(answer, 403, "invalid_user")
+            assert s.snapshot() == before
+
+    asyncio.run(main())
