@@ -32,7 +32,7 @@ UNOWNED_WRITE = (
     "or `gateway-kit streams owner STREAM USER` for what is written already"
 )
 SETTLED_CAPACITY = 100_000
-OWNED_BY_OTHER = "stream {stream!r} is owned by {owner!r}; pass force to give it to {user!r}"
+OWNED_BY_OTHER = "stream {stream!r} is owned by {owner!r}, not {user!r}"
 
 events = sa.table(EVENTS, sa.column("stream"))
 FIND = sa.select(stream_owners.c.user_id).where(stream_owners.c.stream == sa.bindparam("stream"))
