@@ -41,6 +41,7 @@ from flask.typing import ResponseReturnValue
 
 from ..access import StreamOwners
 from ..exceptions import InvalidCredential, InvalidEvent, LogClosed, RunError
+from ..log import EventLog
 from ..principal import PRINCIPAL_KEY, Principal
 from ..runs.owned import DEFAULT_LEASE_TTL
 from .agent import new_message_id, run_turn
@@ -129,9 +130,9 @@ def register_pages(app: Flask) -> None:
     def conversation_page(conversation_id: str) -> Response:
         user, log = current_user(), app.config["EVENT_LOG"]
         if user is not None and log is not None:
-            # The user who opens a conversation first owns it: the gateway lets them read it.
+            # The user who opens a new conversation first owns it: the gateway lets them read it.
             with contextlib.suppress(InvalidEvent, InvalidCredential):
-                StreamOwners(log).declare(conversation_id, user)
+                may_write(log, conversation_id, user)
         return app.send_static_file("conversation.html")
 
 
@@ -181,12 +182,11 @@ def register_conversations(app: Flask) -> None:
         if log is None:
             return error(409, "no_log", NO_LOG)
         try:
-            owner = StreamOwners(log).declare(conversation_id, user)
-            if owner != user:
+            if not may_write(log, conversation_id, user):
                 return error(404, "not_found", NO_SUCH_CONVERSATION)
             # No run: the conversation's own event, for whoever follows it.
             event = log.append(conversation_id, "TitleChanged", {"title": title}, run_id=None)
-        except InvalidEvent as exc:
+        except (InvalidEvent, InvalidCredential) as exc:
             return error(400, "bad_request", str(exc))
         return jsonify(seq=event.seq, title=title)
 
@@ -204,6 +204,16 @@ def register_legacy_sockets(app: Flask) -> None:
         if user is None:
             return error(401, "login_required", LOGIN_REQUIRED)
         return jsonify(success=True, token=tokens.issue(user), expires_in=int(tokens.ttl))
+
+
+def may_write(log: EventLog, conversation_id: str, user: str) -> bool:
+    """Whether `user` may write to the conversation: theirs, or new (then it becomes theirs).
+    A conversation with events and no owner was written for someone else: never taken here."""
+    owners = StreamOwners(log)
+    owner = owners.owner(conversation_id)
+    if owner is None and not owners.written(conversation_id):
+        owner = owners.declare(conversation_id, user)
+    return owner == user
 
 
 def local_path(value: object) -> str:
@@ -231,6 +241,13 @@ def register_tasks(app: Flask) -> None:
             or not isinstance(conversation_id, str)
         ):
             return error(400, "bad_request", BAD_TASK)
+        log = app.config["EVENT_LOG"]
+        try:
+            if log is not None and not may_write(log, conversation_id, user):
+                # As for a task of another user's: the answer says nothing of what exists.
+                return error(404, "not_found", NO_SUCH_CONVERSATION)
+        except (InvalidEvent, InvalidCredential) as exc:
+            return error(400, "bad_request", str(exc))
         task = store.create(conversation_id, owner=user)
         try:
             with contextlib.ExitStack() as stack:
@@ -246,6 +263,8 @@ def register_tasks(app: Flask) -> None:
                 held = stack.pop_all()  # from here on, the turn's thread ends the task
         except InvalidEvent as exc:  # a conversation id or message the log cannot hold
             return error(400, "bad_request", str(exc))
+        except RunError:  # taken by another user since `may_write` looked
+            return error(404, "not_found", NO_SUCH_CONVERSATION)
         threading.Thread(
             target=run_task,
             args=(events.write, held, message),
