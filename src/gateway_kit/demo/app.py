@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
 import threading
 from collections.abc import Mapping
@@ -39,13 +38,13 @@ import socketio
 from flask import Flask, Response, jsonify, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
-from ..access import StreamOwners
 from ..exceptions import InvalidCredential, InvalidEvent, LogClosed, RunError
-from ..log import EventLog
 from ..principal import PRINCIPAL_KEY, Principal
 from ..runs.owned import DEFAULT_LEASE_TTL
 from .agent import new_message_id, run_turn
+from .conversations import may_write
 from .legacy_sockets import LEGACY_SOCKETIO_PATH, LegacySocketTokens, legacy_socketio
+from .secret import configured_key, process_key
 from .tasks import EventWriter, TaskStore, task_events
 
 logger = logging.getLogger("gateway_kit.demo")
@@ -53,9 +52,6 @@ logger = logging.getLogger("gateway_kit.demo")
 DEFAULT_USERS = {"demo": "demo"}
 DEFAULT_CONVERSATION = "demo"
 CHUNK_DELAY = 0.15  # seconds between reply chunks, so the page shows the reply arriving
-SECRET_KEY_VAR = "GATEWAY_KIT_DEMO_SECRET_KEY"
-# Every worker process must sign cookies with the same key, so the fallback is a constant.
-DEMO_SECRET_KEY = "gateway-kit-demo-only-this-key-is-not-secret"
 TASKS_EXTENSION = "gateway_kit_demo_tasks"
 
 LOGIN_REQUIRED = "log in first: POST /login with a username and password"
@@ -73,7 +69,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app; `config` goes into ``app.config`` (``EVENT_LOG``, ``DEMO_USERS``, ...)."""
     app = Flask(__name__)
     app.config.update(
-        SECRET_KEY=os.environ.get(SECRET_KEY_VAR) or DEMO_SECRET_KEY,
+        SECRET_KEY=configured_key(),  # without one, a random key (see `gateway_kit.demo.secret`)
         EVENT_LOG=None,  # an EventLog moves every task event from the deques to the log
         DEMO_USERS=dict(DEFAULT_USERS),
         TURN_CHUNK_DELAY=CHUNK_DELAY,
@@ -81,6 +77,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         TASK_LEASE_TTL=DEFAULT_LEASE_TTL,
     )
     app.config.update(config or {})
+    if not app.config["SECRET_KEY"]:
+        app.config["SECRET_KEY"] = process_key()
     app.extensions[TASKS_EXTENSION] = TaskStore()
     register_pages(app)
     register_auth(app)
@@ -204,16 +202,6 @@ def register_legacy_sockets(app: Flask) -> None:
         if user is None:
             return error(401, "login_required", LOGIN_REQUIRED)
         return jsonify(success=True, token=tokens.issue(user), expires_in=int(tokens.ttl))
-
-
-def may_write(log: EventLog, conversation_id: str, user: str) -> bool:
-    """Whether `user` may write to the conversation: theirs, or new (then it becomes theirs).
-    A conversation with events and no owner was written for someone else: never taken here."""
-    owners = StreamOwners(log)
-    owner = owners.owner(conversation_id)
-    if owner is None and not owners.written(conversation_id):
-        owner = owners.declare(conversation_id, user)
-    return owner == user
 
 
 def local_path(value: object) -> str:
