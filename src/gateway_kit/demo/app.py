@@ -13,7 +13,8 @@
 - ``GET /api/socket-token`` and ``/socket.io``: the legacy Socket.IO channel, see
   `gateway_kit.demo.legacy_sockets` (issuing a token clears the user's other pending ones).
 - ``GET /conversations/<conversation_id>`` is a page showing the conversation's live events
-  (opening it makes the logged-in user the conversation's owner, who alone may read it),
+  (opening a new one makes the logged-in user its owner, who alone may read it; a
+  conversation written with no owner is never taken that way),
   read with `EventSource` from the gateway (``/gateway/streams/<conversation_id>/events``). It
   starts legacy tasks, and goose runs through the gateway
   (``POST /gateway/streams/<conversation_id>/runs``, ``POST /gateway/runs/<run_id>/cancel``).
