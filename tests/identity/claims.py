@@ -20,6 +20,7 @@ from gateway_kit.testing import FakeGoose
 
 from ..http import JSON_TYPE, Answer, Call, get, goose_calls, writes
 from ..upstream.harness import FAST, GOOSE_URL
+from ..waiting import until
 from .helpers import flask_app
 
 USERS = ("alice", "bob", "carol")
@@ -55,6 +56,21 @@ class Site:
             calls["run_sse"] = get(f"/gateway/runs/{run_id}/events", authorization=token)
             calls["legacy"] = get(f"/api/tasks/{run_id}", "from=0", authorization=token)
         return {name: await call(self.gateway) for name, call in calls.items()}
+
+    async def settled(
+        self, user: str, stream: str, run_id: str, wanted: list[str]
+    ) -> dict[str, Answer]:
+        """`user`'s reads of `stream` once its JSON page shows every text of `wanted` (on
+        PostgreSQL a read serves only settled rows, which a commit may take a moment to be)."""
+        answers: dict[str, Answer] = {}
+
+        async def shown() -> bool:
+            answers.update(await self.reads(user, stream, run_id))
+            page = answers["page"]
+            return page.status != 200 or all(text in page.body.decode() for text in wanted)
+
+        await until(shown, failure=lambda: f"not shown: {answers['page'].body[:300]!r}")
+        return answers
 
     def snapshot(self) -> tuple[Any, ...]:
         """Every row a run start may write, and what goose was asked."""

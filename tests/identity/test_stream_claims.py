@@ -90,7 +90,7 @@ def test_the_owner_the_app_declares_starts_runs_and_reads_the_history(log_url: s
             started = await s.start("alice", STREAM)
             assert started.status == 200, started.body
             await wait_run_ended(s.gateway, started.json()["run_id"])
-            answers = await s.reads("alice", STREAM, run_id)
+            answers = await s.settled("alice", STREAM, run_id, ["victim-secret-2"])
             assert {name: a.status for name, a in answers.items()} == {
                 "sse": 200,
                 "page": 200,
@@ -107,13 +107,13 @@ def test_the_owner_the_app_declares_starts_runs_and_reads_the_history(log_url: s
 def test_a_new_stream_is_taken_by_its_first_starter_alone(log_url: str) -> None:
     async def main() -> None:
         async with site(log_url) as s:
-            started = await s.start("bob", "bob-new")
+            started = await s.start("bob", "bob-new", "bobs-first-words")
             assert started.status == 200, started.body
             run_id = started.json()["run_id"]
             await wait_run_ended(s.gateway, run_id)
             assert StreamOwners(s.log).owner("bob-new") == "bob"
-            page = (await s.reads("bob", "bob-new", run_id))["page"]
-            assert page.status == 200 and page.json()["events"], page.body[:200]
+            page = (await s.settled("bob", "bob-new", run_id, ["bobs-first-words"]))["page"]
+            assert page.status == 200, page.body[:200]
             assert_json_error(await s.start("alice", "bob-new"), 403, "forbidden")
             reads = await s.reads("alice", "bob-new", run_id)
             assert {a.status for a in reads.values()} <= {403, 404}
