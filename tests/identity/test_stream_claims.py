@@ -179,3 +179,24 @@ def test_a_user_id_no_stream_can_be_owned_by_is_a_403_at_run_start(log_url: str,
             assert s.snapshot() == before
 
     asyncio.run(main())
+
+
+def test_a_new_stream_whose_first_start_goose_refuses_stays_its_starters(log_url: str) -> None:
+    """The failed run is recorded (its RunStarted and Error say what was asked and why it
+    failed), with its claim in the same transaction: the stream holds the starter's own events,
+    so it stays his (he may try again), and nobody else reads the failure."""
+
+    async def main() -> None:
+        async with site(log_url, reply_status=502) as s:
+            failed = await s.start("bob", "bob-new", "bobs-first-words")
+            assert_json_error(failed, 502, "upstream_error")
+            assert StreamOwners(s.log).owner("bob-new") == "bob"
+            [run_id] = {e.run_id for e in s.log.read(stream="bob-new", settled=False)}
+            assert run_id is not None
+            assert_json_error(await s.start("bob", "bob-new"), 502, "upstream_error")
+            assert_json_error(await s.start("alice", "bob-new"), 403, "forbidden")
+            reads = await s.reads("alice", "bob-new", run_id)
+            assert all(b"bobs-first-words" not in a.body for a in reads.values())
+            assert {a.status for a in reads.values()} <= {403, 404}
+
+    asyncio.run(main())
