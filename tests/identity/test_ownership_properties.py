@@ -2,7 +2,8 @@
 
 Each example is a random sequence, over fresh streams, of:
 
-- the app writing a run to a stream (`owned_run`), with an owner (alice, bob or carol) or none;
+- the app writing a run to a stream (`owned_run`), with an owner (alice, bob or carol) or none,
+  or appending an event of no run (`EventLog.append`);
 - a user starting a run in a stream (``POST /gateway/streams/{stream}/runs``);
 - a user reading a stream or one of its runs: SSE, JSON page, run SSE, legacy poll.
 
@@ -42,6 +43,7 @@ users = st.sampled_from(USERS)
 streams = st.integers(0, STREAMS - 1)
 actions = st.one_of(
     st.tuples(st.just("write"), streams, owners),
+    st.tuples(st.just("append"), streams),
     st.tuples(st.just("start"), streams, users),
     st.tuples(st.just("read"), streams, users, st.sampled_from(READS), st.integers(0, 9)),
 )
@@ -87,6 +89,10 @@ def test_nobody_reads_a_stream_it_may_not_read(
                     stream = model.names[step[1]]
                     if step[0] == "write":
                         app_writes(s, model, stream, step[2])
+                    elif step[0] == "append":  # an event of no run, no owner named
+                        text = secret()
+                        s.log.append(stream, "TitleChanged", {"title": text})
+                        model.written[stream].append(text)
                     elif step[0] == "start":
                         starts(s, model, stream, step[2], call)
                     else:
