@@ -200,3 +200,23 @@ def test_a_new_stream_whose_first_start_goose_refuses_stays_its_starters(log_url
             assert {a.status for a in reads.values()} <= {403, 404}
 
     asyncio.run(main())
+
+
+def test_a_stream_appended_with_no_owner_is_told_once_when_it_is_refused(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An app appending with `EventLog.append` names no owner: the first refused read or start
+    says why nobody may read the stream, and how to declare its owner; later ones add nothing."""
+    caplog.set_level(logging.WARNING, logger="gateway_kit.access")
+
+    async def main() -> None:
+        async with site(sqlite_url) as s:
+            stream = f"appended-{uuid.uuid4().hex[:8]}"
+            s.log.append(stream, "Message", {"text": "victim-secret-1"})
+            for user in ("alice", "bob"):
+                assert_json_error(await s.start(user, stream), 403, "forbidden")
+                await s.reads(user, stream, None)
+
+    asyncio.run(main())
+    told = [r.getMessage() for r in caplog.records if r.msg == UNOWNED_WRITE]
+    assert len(told) == 1 and "appended-" in told[0], told
