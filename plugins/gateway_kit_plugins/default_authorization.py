@@ -17,7 +17,7 @@ from typing import Any
 
 from gateway_kit import Principal, hookimpl
 from gateway_kit.access import StreamOwners
-from gateway_kit.access.owners import UNOWNED_WRITES
+from gateway_kit.access.owners import CLAIMING, UNOWNED_WRITES
 from gateway_kit.hooks import PluginContext
 
 
@@ -38,5 +38,7 @@ class DefaultAuthorization:
             return False
         owner = self.owners.owner(stream)
         if owner is None:
+            if CLAIMING.get() == (principal.user_id, stream):
+                return True  # the starter of a new stream's first run: its owner-to-be
             UNOWNED_WRITES.check(self.owners, stream, writing=False)  # why nobody reads it
         return owner == principal.user_id

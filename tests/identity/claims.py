@@ -4,7 +4,7 @@ refused), users with API tokens, and the reads a user may try on a stream."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -87,9 +87,11 @@ def texts(answer: Answer) -> list[str]:
 
 
 @asynccontextmanager
-async def site(log_url: str, *, reply_status: int | None = None) -> AsyncIterator[Site]:
-    """A strict gateway (no anonymous access) over the fake goose; with `reply_status`, goose
-    answers every reply with that status instead."""
+async def site(
+    log_url: str, *, reply_status: int | None = None, plugins: Sequence[object] = ()
+) -> AsyncIterator[Site]:
+    """A strict gateway (no anonymous access) over the fake goose, with `plugins`; with
+    `reply_status`, goose answers every reply with that status instead."""
     log = EventLog(log_url)
     fake = FakeGoose(ping_interval=0.05)
     client = httpx.AsyncClient()
@@ -101,7 +103,9 @@ async def site(log_url: str, *, reply_status: int | None = None) -> AsyncIterato
                 )
             fake.mock(router, base_url=GOOSE_URL)
             upstream = GooseUpstream(base_url=GOOSE_URL, secret_key=fake.secret_key, client=client)
-            gateway = Gateway(flask_app(None), log=log, upstream=upstream, pump_settings=FAST)
+            gateway = Gateway(
+                flask_app(None), log=log, upstream=upstream, pump_settings=FAST, plugins=plugins
+            )
             tokens = ApiTokens(log)
             made = {user: tokens.create(user)[1] for user in USERS}
             try:

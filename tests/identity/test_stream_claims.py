@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from gateway_kit import EventLog, owned_run
+from gateway_kit import EventLog, Principal, hookimpl, owned_run
 from gateway_kit.access import StreamOwners
 from gateway_kit.access.owners import UNOWNED_WRITE, StreamTaken
 from gateway_kit.runs.model import Run, RunStatus
@@ -220,3 +220,29 @@ def test_a_stream_appended_with_no_owner_is_told_once_when_it_is_refused(
     asyncio.run(main())
     told = [r.getMessage() for r in caplog.records if r.msg == UNOWNED_WRITE]
     assert len(told) == 1 and "appended-" in told[0], told
+
+
+class NoSecrets:
+    """A deployment's rule: nobody uses a stream whose name starts with ``secret-``."""
+
+    @hookimpl
+    def authorize_subscription(self, principal: Principal, stream: str) -> bool | None:
+        return False if stream.startswith("secret-") else None
+
+
+def test_a_deployments_refusal_stops_the_first_run_of_a_new_stream(sqlite_url: str) -> None:
+    """A new stream is taken by its first run's starter only if the plugins asked before the
+    default rule let its owner-to-be use it."""
+
+    async def main() -> None:
+        async with site(sqlite_url, plugins=[NoSecrets()]) as s:
+            before = s.snapshot()
+            assert_json_error(await s.start("bob", "secret-new"), 403, "forbidden")
+            assert s.snapshot() == before
+            assert StreamOwners(s.log).owner("secret-new") is None
+            started = await s.start("bob", "open-new")  # the plugin defers: bob takes it
+            assert started.status == 200, started.body
+            await wait_run_ended(s.gateway, started.json()["run_id"])
+            assert StreamOwners(s.log).owner("open-new") == "bob"
+
+    asyncio.run(main())

@@ -12,6 +12,7 @@ not know.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -40,6 +41,14 @@ WRITTEN = sa.select(sa.literal(1)).where(events.c.stream == sa.bindparam("stream
 # Appends hold this lock of each stream they write until they commit (PostgreSQL): a claim
 # taken under it sees every event written to the stream before, and none slips in after.
 LOCK_STREAM = sa.text(f"SELECT pg_advisory_xact_lock({STREAM_LOCK_CLASS}, hashtext(:stream))")
+
+
+# While a run's starter is asked about a stream it is about to take, (user, stream): the
+# default rule then answers as for the stream's owner; a deployment's plugin still decides
+# first, so that its refusal stops the start.
+CLAIMING: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "gateway_kit_claiming", default=None
+)
 
 
 class StreamTaken(Exception):

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..access import StreamOwners
+from ..access.owners import CLAIMING
 from ..access.tokens import check_user_id
 from ..exceptions import (
     InvalidCredential,
@@ -160,9 +161,17 @@ class RunRoutes:
                 and await asyncio.to_thread(owners.claimable, stream)
             ):
                 try:
-                    return check_user_id(principal.user_id)
+                    user = check_user_id(principal.user_id)
                 except InvalidCredential as exc:
                     unfit = exc  # an id the owners table cannot hold: only if let in
+                else:
+                    # Asked as its owner-to-be: a deployment's plugin may still refuse.
+                    claiming = CLAIMING.set((user, stream))
+                    try:
+                        await self.authorize(request, stream)
+                    finally:
+                        CLAIMING.reset(claiming)
+                    return user
             if unfit is None:
                 await self.authorize(request, stream)
             elif not await self.plugins.authorize_subscription(principal, stream):
