@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.demo import create_app
+from gateway_kit.demo.secret import database_key
 from gateway_kit.settings import database_url
 
 log = EventLog(database_url())  # $GATEWAY_KIT_DB, else sqlite:///gateway.db
-flask_app = create_app()
+# Cookies signed with a key of this database's ($GATEWAY_KIT_DEMO_SECRET_KEY when set): every
+# worker signs alike, and restarts keep logins. A real app keeps its own SECRET_KEY.
+flask_app = create_app({"SECRET_KEY": database_key(log)})
 
 # Step 2. Without this line the app keeps its events in its deques (step 1): it works either way.
 flask_app.config["EVENT_LOG"] = log

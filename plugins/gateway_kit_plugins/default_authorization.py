@@ -1,8 +1,9 @@
 """The default answer of `authorize_subscription`: a stream is read by its owner only.
 
-A stream's owner is the user who started its first run through the gateway, or the one the
-wrapped app declared (`gateway_kit.access.StreamOwners`). A stream without an owner is read by
-nobody, so that whoever writes to it first is never watched by someone who came before. The
+A stream's owner is the one the wrapped app declared (`gateway_kit.access.StreamOwners`), or
+the user who started the first run of a stream that held no event. A stream without an owner is
+read by nobody, so that whoever writes to it first is never watched by someone who came before
+(a warning names, once, each stream that holds events and no owner). The
 ``anonymous`` principal (only with ``Gateway(allow_anonymous=True)``) reads everything.
 
 Every other plugin is asked first (``trylast``): a deployment's plugin shares conversations or
@@ -16,6 +17,7 @@ from typing import Any
 
 from gateway_kit import Principal, hookimpl
 from gateway_kit.access import StreamOwners
+from gateway_kit.access.owners import CLAIMING, UNOWNED_WRITES
 from gateway_kit.hooks import PluginContext
 
 
@@ -34,4 +36,9 @@ class DefaultAuthorization:
             return True
         if self.owners is None:
             return False
-        return self.owners.owner(stream) == principal.user_id
+        owner = self.owners.owner(stream)
+        if owner is None:
+            if CLAIMING.get() == (principal.user_id, stream):
+                return True  # the starter of a new stream's first run: its owner-to-be
+            UNOWNED_WRITES.check(self.owners, stream, writing=False)  # why nobody reads it
+        return owner == principal.user_id

@@ -231,12 +231,14 @@ def test_authorize_subscription_is_asked_before_every_kind_of_read(log: EventLog
             await sse.wait_for(lambda r: r.status is not None)
             sse.disconnect()
             await sse.finished()
-            for response in (page, run_page):
-                assert response.status_code == status, (response.url, response.text)
+            assert page.status_code == status, page.text
+            # A refused run is answered as one that does not exist: a 404.
+            assert run_page.status_code == (404 if status == 403 else 200), run_page.text
             assert legacy.status_code == (404 if status == 403 else 200), legacy.text
             assert sse.status == status
             if status == 403:
                 assert_json_error(page, 403, "forbidden")
+                assert_json_error(run_page, 404, "run_not_found")
                 # The legacy poll answers as the legacy app did for another user's task.
                 assert_json_error(legacy, 404, "not_found")
                 assert json.loads(bytes(sse.body))["error"] == "forbidden"

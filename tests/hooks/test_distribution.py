@@ -142,7 +142,8 @@ def test_configured_the_guard_refuses_every_read_of_streams_with_its_prefix(
     assert page.json() == {"error": "forbidden", "message": REFUSED}
     # Refused before anything is streamed, so the SSE and run streams end at once.
     assert get(gateway, "/gateway/streams/secret-plans/events", headers={}).status_code == 403
-    assert get(gateway, "/gateway/runs/run-secret/events").status_code == 403
+    # A run of a refused stream is answered as a run that does not exist.
+    assert get(gateway, "/gateway/runs/run-secret/events").status_code == 404
     allowed = get(gateway, "/gateway/streams/open/events")
     assert allowed.status_code == 200, allowed.text
     assert [event["data"] for event in allowed.json()["events"]] == [{"text": "hi"}]

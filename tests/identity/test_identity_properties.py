@@ -13,7 +13,7 @@ or the legacy poll. What it must get follows from those alone:
 - without a valid credential, every gateway route and the legacy poll are a 401;
 - a cookie principal's unsafe request (or its ask for a legacy socket token) without the
   session's CSRF token is a 403;
-- bob never reads alice's stream (403, or the legacy poll's 404);
+- bob never reads alice's stream (403; a run of it is a 404, as a run that does not exist);
 - a 4xx leaves every row the gateway keeps as it was;
 - a method no route takes is a 405 for anyone (the routes are public knowledge).
 """
@@ -203,7 +203,8 @@ def expected(sent: Sent, owners: dict[str, str]) -> set[int]:
     if path == f"/gateway/runs/{ALICE_RUN}" or path.endswith("/cancel"):
         return {404}  # a run the app wrote itself: the run API does not know it, for anyone
     if who == "bob" and (ALICE_RUN in path or ALICE_STREAM in path):
-        return {404} if path.startswith("/api/tasks") else {403}
+        # Another user's run is answered as one that does not exist, whatever the route.
+        return {404} if ALICE_RUN in path else {403}
     if path.endswith("/runs"):
         if owners.get(path, who) != who:
             return {403}  # another user's run made the stream theirs

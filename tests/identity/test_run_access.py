@@ -1,5 +1,5 @@
-"""The run API answers only the stream's owner: another user's look, or cancel, is a 403 and
-changes nothing."""
+"""The run API answers only the stream's owner: another user's look, or cancel, is the 404 of a
+run that does not exist, and changes nothing."""
 
 from __future__ import annotations
 
@@ -34,8 +34,15 @@ def test_another_user_can_neither_see_nor_cancel_a_run(log_url: str) -> None:
                 assert started.status_code in (200, 201, 202), started.text
                 run: dict[str, Any] = started.json()
                 path = f"/gateway/runs/{run['run_id']}"
-                assert_error(await c.get(path, headers=bob), 403, "forbidden")
-                assert_error(await c.post(f"{path}/cancel", headers=bob), 403, "forbidden")
+                nowhere = "/gateway/runs/no-such-run"
+                for method, tail in (("GET", ""), ("POST", "/cancel"), ("GET", "/events")):
+                    theirs = await c.request(method, f"{path}{tail}", headers=bob)
+                    missing = await c.request(method, f"{nowhere}{tail}", headers=bob)
+                    assert_error(theirs, 404, "run_not_found")
+                    # Alike but for the id each names: nothing tells that alice's run exists.
+                    assert theirs.text.replace(run["run_id"], "ID") == missing.text.replace(
+                        "no-such-run", "ID"
+                    )
                 assert (await c.get(path, headers=alice)).json()["cancel_requested"] is False
                 cancelled = await c.post(f"{path}/cancel", headers=alice)
                 assert cancelled.status_code == 200, cancelled.text

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ..exceptions import GatewayKitError
 from ..settings import DATABASE_URL_VAR, DEFAULT_DATABASE_URL, database_url
-from . import bills, db, demo, plugins, serve, tail, tokens
+from . import bills, db, demo, plugins, serve, streams, tail, tokens
 
 DB_HELP = f"database URL (default: ${DATABASE_URL_VAR}, else {DEFAULT_DATABASE_URL})"
 
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (demo, serve, db, tail, plugins, bills, tokens):
+    for module in (demo, serve, db, tail, plugins, bills, tokens, streams):
         module.register(commands, add_db_option)
     return parser
 

@@ -14,7 +14,8 @@
   `gateway_kit.demo.legacy_sockets` (issuing a token clears the user's other pending ones;
   behind the gateway, the gateway serves both).
 - ``GET /conversations/<conversation_id>`` is a page showing the conversation's live events
-  (opening it makes the logged-in user the conversation's owner, who alone may read it),
+  (opening a new one makes the logged-in user its owner, who alone may read it; a
+  conversation written with no owner is never taken that way),
   read with `EventSource` from the gateway (``/gateway/streams/<conversation_id>/events``). It
   starts legacy tasks, and goose runs through the gateway
   (``POST /gateway/streams/<conversation_id>/runs``, ``POST /gateway/runs/<run_id>/cancel``).
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
 import threading
 from collections.abc import Mapping
@@ -40,12 +40,13 @@ import socketio
 from flask import Flask, Response, jsonify, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
-from ..access import StreamOwners
 from ..exceptions import InvalidCredential, InvalidEvent, LogClosed, RunError
 from ..principal import PRINCIPAL_KEY, Principal
 from ..runs.owned import DEFAULT_LEASE_TTL
 from .agent import new_message_id, run_turn
+from .conversations import may_write
 from .legacy_sockets import LEGACY_SOCKETIO_PATH, LegacySocketTokens, legacy_socketio
+from .secret import configured_key, process_key
 from .tasks import EventWriter, TaskStore, task_events
 
 logger = logging.getLogger("gateway_kit.demo")
@@ -53,9 +54,6 @@ logger = logging.getLogger("gateway_kit.demo")
 DEFAULT_USERS = {"demo": "demo"}
 DEFAULT_CONVERSATION = "demo"
 CHUNK_DELAY = 0.15  # seconds between reply chunks, so the page shows the reply arriving
-SECRET_KEY_VAR = "GATEWAY_KIT_DEMO_SECRET_KEY"
-# Every worker process must sign cookies with the same key, so the fallback is a constant.
-DEMO_SECRET_KEY = "gateway-kit-demo-only-this-key-is-not-secret"
 TASKS_EXTENSION = "gateway_kit_demo_tasks"
 
 LOGIN_REQUIRED = "log in first: POST /login with a username and password"
@@ -73,7 +71,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app; `config` goes into ``app.config`` (``EVENT_LOG``, ``DEMO_USERS``, ...)."""
     app = Flask(__name__)
     app.config.update(
-        SECRET_KEY=os.environ.get(SECRET_KEY_VAR) or DEMO_SECRET_KEY,
+        SECRET_KEY=configured_key(),  # without one, a random key (see `gateway_kit.demo.secret`)
         EVENT_LOG=None,  # an EventLog moves every task event from the deques to the log
         DEMO_USERS=dict(DEFAULT_USERS),
         TURN_CHUNK_DELAY=CHUNK_DELAY,
@@ -81,6 +79,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         TASK_LEASE_TTL=DEFAULT_LEASE_TTL,
     )
     app.config.update(config or {})
+    if not app.config["SECRET_KEY"]:
+        app.config["SECRET_KEY"] = process_key()
     app.extensions[TASKS_EXTENSION] = TaskStore()
     register_pages(app)
     register_auth(app)
@@ -130,9 +130,9 @@ def register_pages(app: Flask) -> None:
     def conversation_page(conversation_id: str) -> Response:
         user, log = current_user(), app.config["EVENT_LOG"]
         if user is not None and log is not None:
-            # The user who opens a conversation first owns it: the gateway lets them read it.
+            # The user who opens a new conversation first owns it: the gateway lets them read it.
             with contextlib.suppress(InvalidEvent, InvalidCredential):
-                StreamOwners(log).declare(conversation_id, user)
+                may_write(log, conversation_id, user)
         return app.send_static_file("conversation.html")
 
 
@@ -182,12 +182,11 @@ def register_conversations(app: Flask) -> None:
         if log is None:
             return error(409, "no_log", NO_LOG)
         try:
-            owner = StreamOwners(log).declare(conversation_id, user)
-            if owner != user:
+            if not may_write(log, conversation_id, user):
                 return error(404, "not_found", NO_SUCH_CONVERSATION)
             # No run: the conversation's own event, for whoever follows it.
             event = log.append(conversation_id, "TitleChanged", {"title": title}, run_id=None)
-        except InvalidEvent as exc:
+        except (InvalidEvent, InvalidCredential) as exc:
             return error(400, "bad_request", str(exc))
         return jsonify(seq=event.seq, title=title)
 
@@ -232,6 +231,13 @@ def register_tasks(app: Flask) -> None:
             or not isinstance(conversation_id, str)
         ):
             return error(400, "bad_request", BAD_TASK)
+        log = app.config["EVENT_LOG"]
+        try:
+            if log is not None and not may_write(log, conversation_id, user):
+                # As for a task of another user's: the answer says nothing of what exists.
+                return error(404, "not_found", NO_SUCH_CONVERSATION)
+        except (InvalidEvent, InvalidCredential) as exc:
+            return error(400, "bad_request", str(exc))
         task = store.create(conversation_id, owner=user)
         try:
             with contextlib.ExitStack() as stack:
@@ -247,6 +253,8 @@ def register_tasks(app: Flask) -> None:
                 held = stack.pop_all()  # from here on, the turn's thread ends the task
         except InvalidEvent as exc:  # a conversation id or message the log cannot hold
             return error(400, "bad_request", str(exc))
+        except RunError:  # taken by another user since `may_write` looked
+            return error(404, "not_found", NO_SUCH_CONVERSATION)
         threading.Thread(
             target=run_task,
             args=(events.write, held, message),

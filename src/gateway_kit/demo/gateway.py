@@ -21,6 +21,7 @@ from ..types import Message, Receive, Scope, Send
 from .app import create_app
 from .goose import TYPING_DELAY, SimulatedGoose
 from .legacy_sockets import LEGACY_SOCKETIO_PATH
+from .secret import database_key
 
 
 class DemoApp:
@@ -64,15 +65,21 @@ def build_demo(
 ) -> DemoApp:
     """The example Flask app (with `config`) writing its events to the log at `db_url`, and its
     goose runs going to `goose`: by default a `SimulatedGoose` that knows the log's sessions and
-    waits `typing_delay` seconds between chunks. Its users log in (the app's session cookie);
-    `anonymous` serves requests without credentials too."""
+    waits `typing_delay` seconds between chunks. Its users log in (the app's session cookie,
+    signed with the database's own key unless configured); `anonymous` serves requests without
+    credentials too."""
     log = EventLog(db_url)
     try:
         goose = goose or SimulatedGoose(bound_session_ids(log), typing_delay=typing_delay)
     except BaseException:
         log.close()
         raise
-    flask_app = create_app(config)
+    try:
+        # A key of this database's, so that every worker signs alike and restarts keep logins.
+        flask_app = create_app({"SECRET_KEY": database_key(log), **(config or {})})
+    except BaseException:
+        log.close()
+        raise
     flask_app.config["EVENT_LOG"] = log  # step 2 of adopting gateway_kit: events go to the log
     gateway = Gateway(
         flask_app,

@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any
 
 from ..access import StreamOwners
+from ..access.owners import UNOWNED_WRITES
 from ..access.tokens import check_user_id
 from ..exceptions import LogClosed, RunConflict, RunError
 from ..log import Event, EventLog
@@ -97,6 +98,7 @@ class OwnedRun:
         run stays open before a sweeper ends it.
     :param owner: the user the run is written for: made the stream's owner, unless it has
         one, before the first event (the default subscription rule lets the owner read it).
+        Without it, a stream that has no owner is read by nobody (a warning says so once).
     """
 
     def __init__(
@@ -140,9 +142,11 @@ class OwnedRun:
         end = self.log.run_end(self.run_id)
         if end is not None:
             raise RunError(ALREADY_ENDED.format(run_id=self.run_id, type=end.type))
+        owners = StreamOwners(self.log)
         if self.owner is None:
+            UNOWNED_WRITES.check(owners, self.stream)  # read by nobody: say so, once
             return
-        owner = StreamOwners(self.log).declare(self.stream, self.owner)
+        owner = owners.declare(self.stream, self.owner)
         if owner != self.owner:  # its events would be read by the stream's owner
             raise RunError(OWNED_BY_ANOTHER.format(stream=self.stream, run_id=self.run_id))
 

@@ -6,9 +6,12 @@
     GET  {prefix}/runs/{run_id}           the run: its status, its attempts (each with its
                                           goose request id) and the seq of its terminal event
 
-Every route needs a principal (401). Starting a run in a stream nobody owns makes the principal
-its owner; a stream, and its runs, are then used by whom `authorize_subscription` lets read it
-(403 for the others).
+Every route needs a principal (401). A stream, and its runs, are used by whom
+`authorize_subscription` lets read it; the others get a 403 for the stream, and for a run the
+404 a run that does not exist gets (the same body), so that the answer says nothing of which
+runs exist. One exception: a stream that holds no event and has no owner is taken by the
+principal who starts its first run (made its owner in the transaction that records the run). A
+stream with events and no owner is never taken that way: its history was written for someone.
 
 A request that cannot be served is refused before anything is written: a body that is not JSON
 (415 without a JSON content type, 413 above the size limit, 400 otherwise), a message that is not
@@ -23,7 +26,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..access import StreamOwners
+from ..access.owners import CLAIMING
+from ..access.tokens import check_user_id
 from ..exceptions import (
+    InvalidCredential,
     InvalidEvent,
     PayloadTooLarge,
     RunConflict,
@@ -46,7 +52,7 @@ from ..settings import (
 )
 from ..types import ASGIApp, Receive, Scope, Send
 from .model import Attempt, Run
-from .service import RunService
+from .service import NO_RUN, RunService
 
 RUN_ACTIVE = "run_active"
 RUN_NOT_FOUND = "run_not_found"
@@ -55,6 +61,8 @@ UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 UPSTREAM_ERROR = "upstream_error"
 UPSTREAM_TIMEOUT = "upstream_timeout"
 NO_UPSTREAM = "no_upstream"
+INVALID_USER = "invalid_user"
+NOT_AN_OWNER = "{error}: this user cannot own a stream, and may not use this one"
 BODY_MESSAGE = 'the body must be a JSON object with a non-empty string "message"'
 MESSAGE_TOO_LARGE = "the message is larger than {limit} bytes (UTF-8)"
 NO_UPSTREAM_MESSAGE = "this gateway has no upstream: pass Gateway(upstream=GooseUpstream(...))"
@@ -144,6 +152,11 @@ class RunRoutes:
     async def authorize(self, request: Request, stream: str) -> None:
         await self.plugins.require_read(request.principal, stream)
 
+    async def authorize_run(self, request: Request, run_id: str, stream: str) -> None:
+        """A run of a stream the principal may not use is answered as one that does not exist."""
+        if not await self.plugins.authorize_subscription(request.principal, stream):
+            raise HTTPError(404, RUN_NOT_FOUND, NO_RUN.format(run_id=run_id))
+
     async def start(self, request: Request) -> None:
         principal = request.principal
         body = await read_json_body(
@@ -158,11 +171,31 @@ class RunRoutes:
         service = self._service()
         owners = self.owners
 
-        async def admit(stream: str) -> None:
-            # The first run through the gateway makes its principal the stream's owner.
-            if owners is not None and not principal.anonymous:
-                await asyncio.to_thread(owners.declare, stream, principal.user_id)
-            await self.authorize(request, stream)
+        async def admit(stream: str) -> str | None:
+            """The user the run makes the stream's owner (None: none), or a 403."""
+            unfit: InvalidCredential | None = None
+            if (
+                owners is not None
+                and not principal.anonymous
+                and await asyncio.to_thread(owners.claimable, stream)
+            ):
+                try:
+                    user = check_user_id(principal.user_id)
+                except InvalidCredential as exc:
+                    unfit = exc  # an id the owners table cannot hold: only if let in
+                else:
+                    # Asked as its owner-to-be: a deployment's plugin may still refuse.
+                    claiming = CLAIMING.set((user, stream))
+                    try:
+                        await self.authorize(request, stream)
+                    finally:
+                        CLAIMING.reset(claiming)
+                    return user
+            if unfit is None:
+                await self.authorize(request, stream)
+            elif not await self.plugins.authorize_subscription(principal, stream):
+                raise HTTPError(403, INVALID_USER, NOT_AN_OWNER.format(error=unfit))
+            return None
 
         try:
             run = await service.start(request.path_params["stream"], message, admit=admit)
@@ -181,7 +214,9 @@ class RunRoutes:
         service = self._service()
         run_id = request.path_params["run_id"]
         try:
-            run = await service.cancel(run_id, admit=lambda s: self.authorize(request, s))
+            run = await service.cancel(
+                run_id, admit=lambda stream: self.authorize_run(request, run_id, stream)
+            )
         except RunNotFound as exc:
             raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
         except UpstreamError as exc:
@@ -194,12 +229,12 @@ class RunRoutes:
         request.principal  # noqa: B018 - a 401 before anything else
         run_id = request.path_params["run_id"]
         if self.service is None:
-            raise HTTPError(404, RUN_NOT_FOUND, f"no run {run_id!r}")
+            raise HTTPError(404, RUN_NOT_FOUND, NO_RUN.format(run_id=run_id))
         try:
             run = await self.service.get(run_id)
         except RunNotFound as exc:
             raise HTTPError(404, RUN_NOT_FOUND, str(exc)) from None
-        await self.authorize(request, run.stream)
+        await self.authorize_run(request, run_id, run.stream)
         await send_json(request.send, 200, await self.shown(run))
 
     async def shown(self, run: Run) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from ..access.owners import StreamTaken
 from ..exceptions import (
     InvalidEvent,
     RunConflict,
@@ -29,6 +30,7 @@ from .store import RunStore
 REFUSED_ERROR = "the upstream refused the run: {error}"
 NO_RUN = "no run {run_id!r}"
 NUL_MESSAGE = "message holds a NUL character"
+CLAIM_RACE = "stream {stream!r} changed hands while the run started; try again"
 
 
 class RunService:
@@ -56,14 +58,16 @@ class RunService:
         stream: str,
         message: str,
         *,
-        admit: Callable[[str], Awaitable[None]] | None = None,
+        admit: Callable[[str], Awaitable[str | None]] | None = None,
     ) -> Run:
         """Start one agent turn in `stream`; `RunConflict` while another run is active there.
 
         Everything the run will write is checked first: a stream name or message the log
         cannot hold raises `InvalidEvent` before a session is bound or a run recorded. Then
         `admit(stream)` runs, the caller's last word (who may start runs there): what it
-        raises stops the start before the run writes anything.
+        raises stops the start before the run writes anything. It may name a user to make
+        the stream's owner: claimed in the transaction that records the run, if the stream
+        is still free to take then (else `admit` is asked again, and claims nothing).
         """
         run_id = str(uuid.uuid4())
         started = {"run_id": run_id, "message": message}
@@ -72,8 +76,7 @@ class RunService:
         # can: its data is JSON, where NUL is escaped). Refused on every backend alike.
         if "\x00" in message:
             raise InvalidEvent(NUL_MESSAGE)
-        if admit is not None:
-            await admit(stream)
+        claim_for = await admit(stream) if admit is not None else None
         await self._settle_ended(stream)
         binding = await asyncio.to_thread(self.store.binding, stream)
         if binding is None:
@@ -91,7 +94,13 @@ class RunService:
             created_at=time.time(),
         )
         # Recorded first: the database's one-active-run index settles races between processes.
-        await asyncio.to_thread(self.store.create, run)
+        try:
+            await asyncio.to_thread(self.store.create, run, claim_for)
+        except StreamTaken:
+            # Written to, or taken, since `admit` looked: it decides again, on what is there.
+            if admit is None or await admit(stream) is not None:
+                raise RunConflict(CLAIM_RACE.format(stream=stream)) from None
+            await asyncio.to_thread(self.store.create, run)
         try:
             await self.log.aappend(stream, RUN_STARTED, started, run_id=run_id)
         except BaseException:

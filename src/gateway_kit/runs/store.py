@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ..access.owners import claim
 from ..exceptions import RecoveryUsed, RunConflict
 from ..log import EventLog
 from ..log.transaction import Transaction
@@ -188,8 +189,11 @@ class RunStore:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def create(self, run: Run) -> Run:
-        """Record a new active run; `RunConflict` if the stream already has one."""
+    def create(self, run: Run, claim_for: str | None = None) -> Run:
+        """Record a new active run; `RunConflict` if the stream already has one. With
+        `claim_for`, the same transaction makes that user the stream's owner, which it must
+        still be free to take (`StreamTaken` otherwise): a run that is not recorded claims
+        nothing."""
         values = {
             "run_id": run.run_id,
             "stream": run.stream,
@@ -211,6 +215,8 @@ class RunStore:
         }
         try:
             with self.engine.begin() as conn:
+                if claim_for is not None:
+                    claim(conn, run.stream, claim_for)
                 conn.execute(runs.insert().values(**values))
                 conn.execute(attempts.insert().values(**first))
         except sa.exc.IntegrityError as exc:

@@ -7,7 +7,8 @@ Before anything is read, the request is checked: a stream name the log cannot ho
 ``invalid_stream``, a run the log holds no event of is a 404 ``run_not_found`` (every run the
 gateway starts has its first event before its id is handed out), a bad cursor or limit a 400,
 and `authorize_subscription` decides whether the principal may read the stream (403
-``forbidden``). Every other request passes on to the app below.
+``forbidden``; for a run, the same 404 as a run the log lacks, which says nothing of whether it
+exists). Every other request passes on to the app below.
 """
 
 from __future__ import annotations
@@ -90,9 +91,11 @@ class StreamRoutes:
             pass  # no run can have that id: a 404 like any unknown run
         else:
             entry = await self.service.run_entry(run_id)
-        if entry is None:
+        # A run of a stream the principal may not read is answered as one the log lacks.
+        if entry is None or not await self.plugins.authorize_subscription(
+            request.principal, entry.stream
+        ):
             raise HTTPError(404, RUN_NOT_FOUND, NO_SUCH_RUN.format(run_id=run_id))
-        await self.authorize(request, entry.stream)
         await self.service.serve(request, cursor, run=entry, run_id=run_id)
 
     async def authorize(self, request: Request, stream: str) -> None:
