@@ -17,7 +17,7 @@ from .exceptions import SettingsError
 
 DATABASE_URL_VAR = "GATEWAY_KIT_DB"
 DEFAULT_DATABASE_URL = "sqlite:///gateway.db"
-DATABASE_SCHEMES = ("sqlite", "postgresql")
+DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres")  # postgres:// as libpq and Heroku write it
 BAD_DATABASE_URL = (
     "{source}: {url!r} is not a database URL gateway_kit can use; "
     "use sqlite:///PATH or postgresql+psycopg://USER@HOST/DATABASE"
@@ -95,7 +95,7 @@ def check_database_url(url: object, *, source: str) -> str:
         raise SettingsError(BAD_DATABASE_URL.format(source=source, url=url))
     scheme, sep, rest = url.partition("://")
     dialect = scheme.split("+", 1)[0]
-    if not sep or dialect not in DATABASE_SCHEMES or (dialect == "postgresql" and not rest):
+    if not sep or dialect not in DATABASE_SCHEMES or (dialect != "sqlite" and not rest):
         raise SettingsError(BAD_DATABASE_URL.format(source=source, url=url))
     return url
 

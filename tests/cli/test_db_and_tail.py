@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,13 @@ from gateway_kit import EventLog
 from gateway_kit.cli import main
 
 EXE = [sys.executable, "-m", "gateway_kit.cli"]
+STOP_TIMEOUT = 20.0  # far more than a stop takes; a tail that ignores SIGINT takes for ever
+# Run as `python -c IGNORING_SIGINT COMMAND...`: COMMAND with SIGINT ignored, as a shell starts
+# a background job.
+IGNORING_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 def test_db_upgrade_creates_then_reports_up_to_date(
@@ -48,29 +57,101 @@ def test_tail_refuses_a_negative_cursor(capsys: pytest.CaptureFixture[str]) -> N
     assert "non-negative integer" in capsys.readouterr().err
 
 
-def test_tail_prints_events_as_they_arrive_until_ctrl_c(log_url: str) -> None:
+@contextlib.contextmanager
+def tail_process(*args: str, sigint_ignored: bool = False) -> Iterator[subprocess.Popen[str]]:
+    """`gateway-kit tail ARGS` in a process of its own, killed when the block ends however it
+    ends. With `sigint_ignored` it starts as a shell's background job does: SIGINT ignored,
+    which the exec keeps."""
+    command = [*EXE, "tail", *args]
+    if sigint_ignored:
+        command = [sys.executable, "-c", IGNORING_SIGINT, *command]
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def ctrl_c(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """SIGINT, then what the process wrote after; fails if it is still running after
+    `STOP_TIMEOUT` (the caller's `tail_process` kills it)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("tail did not stop on SIGINT") from None
+
+
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["terminal", "background-job"])
+def test_tail_prints_events_as_they_arrive_until_ctrl_c(log_url: str, sigint_ignored: bool) -> None:
     with EventLog(log_url) as log:
-        first = log.append("conv", "Message", {"text": "before"})
+        log.append("conv", "Message", {"text": "before"})
         log.append("other", "Message", {"text": "not this stream"})
-        proc = subprocess.Popen(
-            [*EXE, "tail", "conv", "--db", log_url],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        assert proc.stdout is not None
-        try:
+        with tail_process("conv", "--db", log_url, sigint_ignored=sigint_ignored) as proc:
+            assert proc.stdout is not None
             assert proc.stdout.readline().startswith("# conv in")
             assert '"before"' in proc.stdout.readline()
             log.append("conv", "Message", {"text": "live 😀"})
             line = proc.stdout.readline()
             assert '"live 😀"' in line and " #2 Message" in line
-        finally:
-            time.sleep(0.1)
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=20)
-        assert proc.returncode == 130
-        assert "not this stream" not in out
-        assert "Traceback" not in err
-        assert first.seq > 0
+            out, err = ctrl_c(proc)
+    assert proc.returncode == 130
+    assert "not this stream" not in out
+    assert "Traceback" not in err
+
+
+def test_tail_until_finish_stops_after_that_runs_end_as_it_arrives(log_url: str) -> None:
+    with EventLog(log_url) as log:
+        log.append("conv", "Message", {"text": "an earlier run"}, run_id="r-0")
+        log.end_run("conv", "Finish", run_id="r-0")  # not the run waited for
+        with tail_process("conv", "--until-finish", "r-1", "--json", "--db", log_url) as proc:
+            assert proc.stdout is not None
+            assert [json.loads(proc.stdout.readline())["run_id"] for _ in range(2)] == ["r-0"] * 2
+            log.append("conv", "Message", {"text": "working"}, run_id="r-1")
+            log.end_run("conv", "Finish", run_id="r-1")
+            log.append("conv", "Message", {"text": "after the end"}, run_id="r-2")
+            out, err = proc.communicate(timeout=STOP_TIMEOUT)
+    assert proc.returncode == 0
+    printed = [json.loads(line) for line in out.splitlines()]
+    assert [(e["run_id"], e["type"]) for e in printed] == [("r-1", "Message"), ("r-1", "Finish")]
+    assert err.startswith("# conv in")
+
+
+def test_tail_json_prints_only_json_on_stdout(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with EventLog(sqlite_url) as log:
+        log.append("conv", "Message", {"text": "hi 😀"}, run_id="r-1")
+        end = log.end_run("conv", "Error", {"error": "boom"}, run_id="r-1")
+    assert end is not None
+    assert main(["tail", "conv", "--json", "--until-finish", "r-1", "--db", sqlite_url]) == 0
+    out, err = capsys.readouterr()
+    envelopes = [json.loads(line) for line in out.splitlines()]
+    assert [e["type"] for e in envelopes] == ["Message", "Error"]
+    assert envelopes[0]["data"] == {"text": "hi 😀"}
+    assert "# conv in" in err
+    # A run that ended at or before the cursor: nothing to wait for.
+    assert main(["tail", "conv", "--json", "--until-finish", "r-1", "--after", str(end.seq),
+                 "--db", sqlite_url]) == 0  # fmt: skip
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"run r-1 ended at seq {end.seq}" in err
+
+
+def test_tail_until_finish_refuses_a_run_of_another_stream(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with EventLog(sqlite_url) as log:
+        log.append("elsewhere", "Message", {"text": "hi"}, run_id="r-1")
+    assert main(["tail", "conv", "--until-finish", "r-1", "--db", sqlite_url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "run 'r-1' belongs to stream 'elsewhere', not 'conv'" in err

@@ -83,3 +83,19 @@ def test_what_is_not_a_gateway_is_a_clear_error(tmp_path: Path) -> None:
     ):
         failed = plugins_command(spec, cwd=tmp_path)
         assert failed.returncode == 2 and said in failed.stderr, failed.stderr
+
+
+def test_blocking_a_plugin_that_is_not_installed_is_an_error(tmp_path: Path) -> None:
+    refused = plugins_command("--block", "flask_sesion_identity", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert "--block 'flask_sesion_identity': no installed plugin has that name" in refused.stderr
+    assert "flask_session_identity" in refused.stderr.split("installed:")[1]
+
+
+def test_flags_that_cannot_change_a_built_gateway_are_an_error(tmp_path: Path) -> None:
+    (tmp_path / "deployment.py").write_text(APP_MODULE.format(db=tmp_path / "gateway.db"))
+    for flags in (["--block", "team-policy"], ["--no-entry-points"]):
+        refused = plugins_command("deployment:app", *flags, cwd=tmp_path)
+        assert refused.returncode == 2 and refused.stdout == ""
+        assert f"{flags[0]} cannot change the plugins of deployment:app" in refused.stderr

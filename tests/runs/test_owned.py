@@ -26,6 +26,9 @@ from gateway_kit import (
     owned_run,
 )
 from gateway_kit.access import StreamOwners
+from gateway_kit.runs import lease as lease_module
+from gateway_kit.runs import owned as owned_module
+from gateway_kit.runs import sweeper as sweeper_module
 
 from ..waiting import wait_until
 from .owned_helpers import STREAM, lease_count, lease_of, types
@@ -140,18 +143,34 @@ def test_a_run_declaring_another_users_stream_writes_nothing_there(log: EventLog
 # --- the lease ------------------------------------------------------------------------------
 
 
-def test_renewal_keeps_a_long_running_run_alive_past_several_ttls(log: EventLog) -> None:
-    ttl = 0.3
+class Clock:
+    """`time.time` of the lease, the run and the sweeper, moved only by the test: how long the
+    renewing thread takes to run never decides whether a lease has expired."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_renewal_keeps_a_long_running_run_alive_past_several_ttls(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ttl = 0.3  # renewed every 0.1 s of real time
+    clock = Clock()
+    for module in (lease_module, owned_module, sweeper_module):
+        monkeypatch.setattr(module, "time", clock)
     sweeper = OwnedRunSweeper(log)
     with owned_run(log, stream=STREAM, run_id="r-1", lease_ttl=ttl) as run:
         run.append("Message", {"text": "a long tool call"})
-        opened = time.time()
-
-        def renewed_past_several_ttls() -> bool:
-            assert sweeper.sweep() == []  # never expired meanwhile
-            return bool(lease_of(log, "r-1").expires_at > opened + 5 * ttl)
-
-        wait_until(renewed_past_several_ttls, timeout=20)
+        opened = clock.now
+        for _ in range(10):  # five TTLs, half a TTL at a time
+            clock.now += ttl / 2
+            # Renewed since the clock moved: the lease now runs a whole TTL from now.
+            wait_until(lambda: lease_of(log, "r-1").expires_at >= clock.now + ttl * 0.9, 20)
+            assert sweeper.sweep() == []
+        assert clock.now >= opened + 5 * ttl - 1e-9
         run.append("Message", {"text": "done at last"})
     assert types(log, "r-1") == ["Message", "Message", "Finish"]
 

@@ -5,14 +5,34 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import sqlalchemy as sa
+
 from ..log import EventLog, migrate
-from ..log.schema import HEAD_REVISION
+from ..log.backend import prunable_runs_sql
+from ..log.schema import EVENTS, HEAD_REVISION
 
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+AGE_NAMES = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+# What a prune would delete, and what the log holds: one statement, read before deleting.
+PRUNE_PLAN = sa.text(
+    f"SELECT (SELECT COUNT(*) FROM {EVENTS} WHERE run_id IN"
+    f" (SELECT run_id FROM ({prunable_runs_sql(':cutoff')}) AS prunable)) AS doomed,"
+    f" (SELECT COUNT(DISTINCT run_id) FROM ({prunable_runs_sql(':cutoff')}) AS runs) AS runs,"
+    f" (SELECT COUNT(*) FROM {EVENTS}) AS total"
+)
+WOULD_DELETE = (
+    "would delete {doomed} of {total} events: those of {runs} finished more than {age} ago"
+)
+DELETED = "deleted {deleted} events of runs finished more than {age} ago"
+EVERYTHING = (
+    "gateway-kit db prune: this deletes every event in the log ({total}, those of {runs} finished "
+    "more than {age} ago); nothing was deleted. Run it again with --yes to delete them"
+)
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -27,6 +47,12 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
     add_db_option(prune)
     prune.add_argument(
         "--older-than", required=True, type=parse_age, metavar="AGE", help="e.g. 30d, 12h, 90m"
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="say what would be deleted, delete nothing"
+    )
+    prune.add_argument(
+        "--yes", action="store_true", help="go ahead even when every event would be deleted"
     )
     prune.set_defaults(run=run_prune)
 
@@ -47,10 +73,32 @@ def run_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def human_age(age: timedelta) -> str:
+    """An age as people say it: ``30 days``, ``1 hour 30 minutes``, ``0 seconds``."""
+    left = int(age.total_seconds())
+    parts = []
+    for name, seconds in AGE_NAMES:
+        count, left = divmod(left, seconds)
+        if count:
+            parts.append(f"{count} {name}{'' if count == 1 else 's'}")
+    return " ".join(parts) or "0 seconds"
+
+
 def run_prune(args: argparse.Namespace) -> int:
+    age = human_age(args.older_than)
     with EventLog(args.db) as log:
+        cutoff = time.time() - args.older_than.total_seconds()
+        with log.engine.connect() as conn:
+            plan = conn.execute(PRUNE_PLAN, {"cutoff": cutoff}).one()
+        runs = f"{plan.runs} run{'' if plan.runs == 1 else 's'}"
+        counts = {"doomed": plan.doomed, "runs": runs, "total": plan.total, "age": age}
+        if args.dry_run:
+            print(WOULD_DELETE.format(**counts))
+            return 0
+        if plan.total and plan.doomed == plan.total and not args.yes:
+            print(EVERYTHING.format(**counts), file=sys.stderr)
+            return 1
         deleted = log.prune(older_than=args.older_than)
-    age = args.older_than.total_seconds()
-    print(f"deleted {deleted} events of runs finished more than {age:g} seconds ago")
+    print(DELETED.format(deleted=deleted, age=age))
     sys.stdout.flush()
     return 0

@@ -15,10 +15,16 @@ from typing import Any
 
 from ..gateway import Gateway
 from ..hooks import PluginInfo, Plugins
+from ..hooks.loading import entry_points
 from .serve import TargetError, load_target
 
 NOT_A_GATEWAY = "{spec} is not a Gateway (a plain app gets the plugins listed without it)"
 COLUMNS = ("NAME", "FROM", "HOOKS")
+UNKNOWN_BLOCK = "--block {name!r}: no installed plugin has that name (installed: {known})"
+NOT_WITH_APP = (
+    "{flags} cannot change the plugins of {spec}, a Gateway already built: "
+    "pass load_entry_points= or block_plugins= to its Gateway(...) instead"
+)
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -40,8 +46,20 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
 
 def run(args: argparse.Namespace) -> int:
     if args.app is None:
+        known = sorted({entry.name for entry, _ in entry_points()})
+        for name in args.block:
+            if name not in known:
+                error = UNKNOWN_BLOCK.format(name=name, known=", ".join(known))
+                print(f"gateway-kit plugins: {error}", file=sys.stderr)
+                return 2
         plugins = Plugins(load_entry_points=not args.no_entry_points, block=args.block)
     else:
+        flags = [flag for flag, given in (("--no-entry-points", args.no_entry_points),
+                                          ("--block", args.block)) if given]  # fmt: skip
+        if flags:
+            error = NOT_WITH_APP.format(flags=" and ".join(flags), spec=args.app)
+            print(f"gateway-kit plugins: {error}", file=sys.stderr)
+            return 2
         try:
             target = load_target(args.app)
         except TargetError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 
 BACKLOG = 2048
+CANNOT_LISTEN = "cannot listen on {host}:{port}: {error}"
 
 
 def listen(host: str, port: int) -> socket.socket:

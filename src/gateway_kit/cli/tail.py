@@ -1,22 +1,42 @@
-"""``gateway-kit tail STREAM``: print a stream's events as they arrive, until Ctrl-C."""
+"""``gateway-kit tail STREAM``: print a stream's events as they arrive, until Ctrl-C, or until
+the end of one run (``--until-finish RUN_ID``).
+
+Ctrl-C is handled here rather than left to the inherited disposition: a shell starts background
+jobs and non-interactive scripts with SIGINT ignored, and a tail started that way must still stop
+on it. SIGTERM stops it the same way, after the log is closed.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-from collections.abc import Callable
+import signal
+import sys
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..log import Event, EventLog
 from ..log.event import check_cursor
+
+STOP_SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143}  # the shell's 128 + signal number
+HEADER = "# {stream} in {db} (epoch {epoch}), after seq {after}"
+OTHER_STREAM = "run {run_id!r} belongs to stream {found!r}, not {stream!r}"
+ALREADY_ENDED = "# run {run_id} ended at seq {seq} ({type}), at or before --after {after}"
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
     tail = commands.add_parser("tail", help="print a stream's events as they arrive")
     tail.add_argument("stream", help="the stream (conversation) to follow")
     tail.add_argument("--after", default=0, type=cursor, help="start after this seq (default 0)")
-    tail.add_argument("--json", action="store_true", help="one envelope JSON per line")
+    tail.add_argument(
+        "--json", action="store_true", help="one envelope JSON per line; the header to stderr"
+    )
+    tail.add_argument(
+        "--until-finish",
+        metavar="RUN_ID",
+        help="stop after this run's terminal event (its Finish or Error)",
+    )
     add_db_option(tail)
     tail.set_defaults(run=run)
 
@@ -35,15 +55,64 @@ def format_event(event: Event) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    notes = sys.stderr if args.json else sys.stdout
     with EventLog(args.db) as log:
-        print(
-            f"# {args.stream} in {args.db} (epoch {log.epoch}), after seq {args.after}", flush=True
+        header = HEADER.format(stream=args.stream, db=args.db, epoch=log.epoch, after=args.after)
+        print(header, file=notes, flush=True)
+        if args.until_finish is not None:
+            found = log.latest(run_id=args.until_finish)
+            if found is not None and found.stream != args.stream:
+                print(
+                    "gateway-kit tail: "
+                    + OTHER_STREAM.format(
+                        run_id=args.until_finish, found=found.stream, stream=args.stream
+                    ),
+                    file=sys.stderr,
+                )
+                return 2
+            end = log.run_end(args.until_finish)
+            if end is not None and end.seq <= args.after:
+                print(
+                    ALREADY_ENDED.format(
+                        run_id=args.until_finish, seq=end.seq, type=end.type, after=args.after
+                    ),
+                    file=notes,
+                )
+                return 0
+        return asyncio.run(
+            until_stopped(follow(log, args.stream, args.after, args.json, args.until_finish))
         )
-        asyncio.run(follow(log, args.stream, args.after, as_json=args.json))
+
+
+async def until_stopped(work: Coroutine[Any, Any, None]) -> int:
+    """Run `work` until it ends (0) or a stop signal arrives (128 + its number)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    stopped_by: list[int] = []
+
+    def stop(signum: int) -> None:
+        stopped_by.append(signum)
+        task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not stopped_by:
+            raise
+        return STOP_SIGNALS[signal.Signals(stopped_by[0])]
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
     return 0
 
 
-async def follow(log: EventLog, stream: str, after: int, *, as_json: bool) -> None:
+async def follow(
+    log: EventLog, stream: str, after: int, as_json: bool, until_finish: str | None
+) -> None:
     async for event in log.tail(after=after, stream=stream):
         print(json.dumps(event.envelope(), ensure_ascii=False) if as_json else format_event(event),
               flush=True)  # fmt: skip
+        if until_finish is not None and event.run_id == until_finish and event.is_terminal:
+            return

@@ -1,7 +1,7 @@
 """``gateway-kit tokens``: API tokens (``Authorization: Bearer ...``) and host-login tokens.
 
-    gateway-kit tokens create USER [--scope S ...] [--host]   # prints the token once
-    gateway-kit tokens list [USER]
+    gateway-kit tokens create USER [--scope S ...] [--host] [--json | --quiet]  # the token, once
+    gateway-kit tokens list [USER] [--json]
     gateway-kit tokens revoke TOKEN_ID                        # its sockets are disconnected
 
 Only the token's SHA-256 is stored: a token lost is revoked and made again, never shown again.
@@ -10,6 +10,7 @@ Only the token's SHA-256 is stored: a token lost is revoked and made again, neve
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,6 +32,8 @@ The token is shown this once. Send it as `Authorization: Bearer <token>`.{host_n
 HOST_NOTE = "\nA host-login token is accepted only from this machine: a loopback client, no proxy."
 COLUMNS = ("token id", "user", "kind", "scopes", "created", "revoked")
 REVOKED = "revoked {token_id} ({user_id}); its Socket.IO connections are closed within seconds"
+ALREADY_REVOKED = "{token_id} ({user_id}) was already revoked at {when} UTC; nothing changed"
+SHOWN_ONCE = "The token is shown this once. Send it as `Authorization: Bearer <token>`."
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -44,10 +47,16 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
     create.add_argument(
         "--host", action="store_true", help="a host-login token, for clients on this machine"
     )
+    shown = create.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--json", action="store_true", help="the token and its record as one JSON object"
+    )
+    shown.add_argument("--quiet", action="store_true", help="print the token alone")
     add_db_option(create)
     create.set_defaults(run=run_create)
     listing = actions.add_parser("list", help="the tokens (never their secrets)")
     listing.add_argument("user", metavar="USER", nargs="?")
+    listing.add_argument("--json", action="store_true", help="one JSON object per token")
     add_db_option(listing)
     listing.set_defaults(run=run_list)
     revoke = actions.add_parser("revoke", help="revoke a token by its id")
@@ -64,6 +73,13 @@ def run_create(args: argparse.Namespace) -> int:
         except InvalidCredential as exc:
             print(f"gateway-kit tokens create: {exc}", file=sys.stderr)
             return 2
+    if args.quiet:
+        print(token)
+        return 0
+    if args.json:
+        print(json.dumps({**token_json(record), "token": token}, ensure_ascii=False))
+        print(SHOWN_ONCE + (HOST_NOTE if args.host else ""), file=sys.stderr)
+        return 0
     print(
         CREATED.format(
             token_id=record.token_id,
@@ -80,19 +96,40 @@ def run_create(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     with EventLog(args.db) as log:
         found = ApiTokens(log).list(args.user)
+    if args.json:
+        for token in found:
+            print(json.dumps(token_json(token), ensure_ascii=False))
+        return 0
     print_rows([COLUMNS, *(token_row(token) for token in found)])
     return 0
 
 
 def run_revoke(args: argparse.Namespace) -> int:
     with EventLog(args.db) as log:
+        tokens = ApiTokens(log)
+        before = next((t for t in tokens.list() if t.token_id == args.token_id), None)
         try:
-            record = ApiTokens(log).revoke(args.token_id)
+            record = tokens.revoke(args.token_id)
         except KeyError as exc:
             print(f"gateway-kit tokens revoke: {exc.args[0]}", file=sys.stderr)
             return 1
+    if before is not None and before.revoked_at is not None:
+        when = _when(before.revoked_at)
+        print(ALREADY_REVOKED.format(token_id=record.token_id, user_id=record.user_id, when=when))
+        return 0
     print(REVOKED.format(token_id=record.token_id, user_id=record.user_id))
     return 0
+
+
+def token_json(token: ApiToken) -> dict[str, object]:
+    return {
+        "token_id": token.token_id,
+        "user_id": token.user_id,
+        "kind": token.kind.value,
+        "scopes": sorted(token.scopes),
+        "created_at": token.created_at,
+        "revoked_at": token.revoked_at,
+    }
 
 
 def token_row(token: ApiToken) -> tuple[str, ...]:

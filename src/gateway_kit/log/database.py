@@ -40,5 +40,19 @@ def configure_sqlite(engine: sa.Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+# The driver gateway_kit installs; SQLAlchemy would otherwise pick psycopg2 for postgresql://
+# and know no postgres:// at all.
+POSTGRES_DRIVER = "postgresql+psycopg"
+
+
+def driver_url(url: str) -> str:
+    """`url` as SQLAlchemy needs it: ``postgres://`` and ``postgresql://`` name psycopg 3."""
+    scheme, sep, rest = url.partition("://")
+    dialect, plus, driver = scheme.partition("+")
+    if not sep or dialect not in ("postgres", "postgresql"):
+        return url
+    return f"postgresql+{driver}://{rest}" if plus else f"{POSTGRES_DRIVER}://{rest}"
+
+
 def postgres_engine(url: str, **options: Any) -> sa.Engine:
-    return sa.create_engine(url, poolclass=sa.NullPool, **options)
+    return sa.create_engine(driver_url(url), poolclass=sa.NullPool, **options)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from .database import configure_sqlite
+from .database import configure_sqlite, driver_url
 from .schema import HEAD_REVISION, MIGRATION_LOCK_KEY, VERSION_TABLE
 
 logger = logging.getLogger("gateway_kit.log")
@@ -31,7 +31,7 @@ def migrations_path() -> Path:
 
 
 def make_engine(url: str) -> sa.Engine:
-    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    engine = sa.create_engine(driver_url(url), poolclass=sa.NullPool)
     if engine.dialect.name == "sqlite":
         configure_sqlite(engine)  # transactional DDL; a concurrent migrator waits for this one
     return engine
