@@ -24,6 +24,9 @@ BACKOFF_JITTER = 0.25  # each pause is up to this fraction shorter, at random
 
 UNREACHABLE = "the database cannot be reached: {error}"
 WAITING = "the database cannot be reached; trying again in {delay:.2g} s"
+# A generator of its own: the jitter of background threads leaves the global one alone.
+_JITTER = random.Random()
+
 LOST = "the connection to the database was lost: {error}"
 # An append or write whose connection died may have committed or not: the caller, not this
 # layer, can tell (by reading), so it is never made again here.
@@ -51,7 +54,7 @@ class Backoff:
         """The pause after one more failure in a row."""
         delay: float = min(self.first * 2.0**self.failures, self.maximum)
         self.failures = min(self.failures + 1, 64)
-        return delay * (1 - self.jitter * random.random())
+        return delay * (1 - self.jitter * _JITTER.random())
 
     def reset(self) -> None:
         self.failures = 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 
-from ..exceptions import InvalidEvent
+from ..exceptions import DatabaseUnavailable, InvalidEvent
 from ..hooks import Plugins
 from ..http.errors import NOT_FOUND, HTTPError, send_json_text
 from ..http.request import BadPath, Request, decode_segment, relative_path
@@ -102,6 +102,8 @@ class LegacyTaskPoll:
             raise HTTPError(404, NOT_FOUND, NO_SUCH_TASK.format(task_id=task_id))
         try:
             await serve_legacy_poll(request.send, self.service.log, entry, task_id, offset)
+        except DatabaseUnavailable:
+            raise
         except Exception:
             logger.exception("serving a legacy task poll failed")
             raise log_unavailable() from None

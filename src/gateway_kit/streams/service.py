@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
+from ..exceptions import DatabaseUnavailable
 from ..http.errors import HTTPError, send_error, send_no_content
 from ..http.request import Request
 from ..log import EventLog
@@ -74,6 +75,8 @@ class StreamService:
         """What the log holds of run `run_id` (None: nothing); 503 when it cannot be read."""
         try:
             return await self.state().runs.refresh(run_id)
+        except DatabaseUnavailable:
+            raise
         except Exception:
             logger.exception("reading a run from the log failed")
             raise log_unavailable() from None
@@ -127,7 +130,7 @@ class StreamService:
             params = request.query
             try:
                 await serve_page(send, self.log, cursor, params, stream=stream, run_id=run_id)
-            except HTTPError:
+            except (HTTPError, DatabaseUnavailable):
                 raise
             except Exception:
                 logger.exception("serving a JSON page failed")
@@ -139,6 +142,8 @@ class StreamService:
             return
         try:
             sub = await state.hub.subscribe(stream=stream, run_id=run_id)
+        except DatabaseUnavailable:
+            raise
         except Exception:
             logger.exception("starting the live reader failed")
             raise log_unavailable() from None
@@ -159,6 +164,8 @@ class StreamService:
                         if run.ended_by(resume.after):
                             await send_no_content(send)  # EventSource stops reconnecting
                             return
+            except DatabaseUnavailable:
+                raise
             except Exception:
                 logger.exception("opening a stream failed")
                 raise log_unavailable() from None
