@@ -386,6 +386,9 @@ class Announcer:
                 if self._due:  # read after clear(): a commit after this read sets it again
                     self._due = False
                     try:
+                        if conn is not None and (is_lost(conn) or hung_up(conn)):
+                            conn.close()  # the server restarted: a NOTIFY on it would be lost
+                            conn = None
                         conn = conn if conn is not None else self._open()
                         if conn.execute(NOTIFY_IF_LISTENED_SQL).fetchone() is None:
                             pause = QUIET_INTERVAL  # nobody listens

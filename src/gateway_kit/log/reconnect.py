@@ -5,7 +5,8 @@ A connection that was lost is never used again: the next call opens a new one. W
 server cannot be reached, connecting is tried again only after a pause that doubles with each
 failure in a row (bounded, jittered, so that processes and threads do not retry in step); a
 call in between raises `DatabaseUnavailable` at once rather than wait for a connect that is
-bound to fail.
+bound to fail. The loops that reconnect by themselves (listener, announcer, periodic work)
+pause between their attempts in the same way, longer.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from typing import Any
 from ..exceptions import DatabaseUnavailable
 
 BACKOFF_FIRST = 0.05  # seconds before the second attempt
-BACKOFF_MAX = 2.0  # seconds between attempts at most: bounds how late a heal is noticed
+BACKOFF_MAX = 2.0  # seconds between a loop's attempts at most: bounds how late it heals
 BACKOFF_JITTER = 0.25  # each pause is up to this fraction shorter, at random
+# Seconds at most during which calls fail without trying, after a failed connect: short, since
+# a call arriving just after the server came back fails for that long.
+GATE_MAX = 0.5
 
 UNREACHABLE = "the database cannot be reached: {error}"
-WAITING = "the database cannot be reached; trying again in {delay:.2g} s"
+WAITING = "the database cannot be reached (next attempt in {delay:.2g} s): {error}"
 # A generator of its own: the jitter of background threads leaves the global one alone.
 _JITTER = random.Random()
 
@@ -65,14 +69,14 @@ class Gate:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._backoff = Backoff()
+        self._backoff = Backoff(maximum=GATE_MAX)
         self._not_before = 0.0
         self._error = ""
 
     def check(self) -> None:
         """`DatabaseUnavailable` while the pause after the last failed connect runs."""
-        if self._not_before and time.monotonic() < self._not_before:
-            raise DatabaseUnavailable(UNREACHABLE.format(error=self._error))
+        if self._not_before and (wait := self._not_before - time.monotonic()) > 0:
+            raise DatabaseUnavailable(WAITING.format(delay=wait, error=self._error))
 
     def failed(self, error: BaseException) -> DatabaseUnavailable:
         with self._lock:
