@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from ..exceptions import DatabaseUnavailable
-from ..types import ASGIApp, Message, Receive, Scope, Send
+from ..types import ASGIApp, Receive, Scope, Send
 from .errors import DATABASE_UNAVAILABLE, send_error
 
 logger = logging.getLogger("gateway_kit")
@@ -37,21 +37,16 @@ class DatabaseUnavailableAnswer:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def watched(message: Message) -> None:
-            nonlocal started
-            if message["type"] in ("http.response.start", "websocket.accept", "websocket.close"):
-                started = True
-            await send(message)
-
+        # `send` is passed on as it is, not wrapped: the stream routes read the server's
+        # connection off the bound method (`gateway_kit.streams.shutdown`).
         try:
-            await self.app(scope, receive, watched)
+            await self.app(scope, receive, send)
         except DatabaseUnavailable as exc:
-            if started:
-                raise
             logger.warning("%s %s: %s", scope.get("method", "WEBSOCKET"), scope["path"], exc)
-            if scope["type"] == "http":
-                await send_unavailable(send)
-            else:
-                await send(WEBSOCKET_REFUSAL)
+            try:
+                if scope["type"] == "http":
+                    await send_unavailable(send)
+                else:
+                    await send(WEBSOCKET_REFUSAL)
+            except Exception:  # a response had started: the server refuses a second one
+                raise exc from None
