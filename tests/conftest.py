@@ -17,6 +17,8 @@ import pytest
 from gateway_kit import EventLog
 from gateway_kit.log.postgres import conninfo
 
+from .pg_server import PgServer, pg_server
+
 PG_URL = os.environ.get("GATEWAY_KIT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
@@ -56,3 +58,31 @@ def log(log_url: str) -> Iterator[EventLog]:
         yield event_log
     finally:
         event_log.close()
+
+
+@pytest.fixture(scope="session")
+def _throwaway_server() -> Iterator[PgServer]:
+    with pg_server() as server:
+        yield server
+
+
+@pytest.fixture
+def throwaway_pg(_throwaway_server: PgServer) -> PgServer:
+    """A PostgreSQL server of the test session's own (`tests.pg_server`), which a test may kill
+    and start again; running when the test starts."""
+    if not _throwaway_server.running():
+        _throwaway_server.start()
+    return _throwaway_server
+
+
+@pytest.fixture
+def throwaway_pg_url(throwaway_pg: PgServer) -> Iterator[str]:
+    """A URL of a fresh schema on `throwaway_pg`."""
+    schema = f"gk_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(throwaway_pg.conninfo, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield _with_search_path(throwaway_pg.url, schema)
+    if not throwaway_pg.running():
+        throwaway_pg.start()
+    with psycopg.connect(throwaway_pg.conninfo, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -246,6 +246,7 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         parts.append(type(app).__name__)
         app = getattr(app, "app", None) if not isinstance(app, WrappedApp) else None
     assert parts == [
+        "DatabaseUnavailableAnswer",  # a database that cannot be reached is a 503 everywhere
         "SweepOwnedRuns",  # observes every request: it only starts the sweeper
         "IdentityMiddleware",
         "StreamRoutes",

@@ -18,6 +18,7 @@ from .hooks import PluginContext, Plugins
 from .http.fallback import PrefixNotFound
 from .http.middleware import Middleware
 from .http.mount import Mount
+from .http.unavailable import DatabaseUnavailableAnswer
 from .identity import FlaskSessionReader, IdentityMiddleware
 from .log import EventLog
 from .runs.lifecycle import LifecycleSettings, RunLifecycle, with_limits
@@ -350,7 +351,9 @@ class Gateway:
         settings, plugins = self.settings, self.plugins
         prefix = settings.prefix
         parts = [
-            # First, to see every request: it starts the sweeper also without a lifespan.
+            # Above every part that may need the database: its outage is one answer, a 503.
+            Middleware(DatabaseUnavailableAnswer),
+            # First to see every request: it starts the sweeper also without a lifespan.
             Middleware(SweepOwnedRuns, log=self.log, sweeper=self.sweeper),
             Middleware(
                 IdentityMiddleware,

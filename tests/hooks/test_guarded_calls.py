@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gateway_kit import ANONYMOUS, EventLog, Gateway, GuardVeto, PluginError, RecoveryPlan
+from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.hooks import REFUSED
 
 from .plugins_for_tests import plugin, raising
@@ -220,6 +221,23 @@ def test_authorize_subscription_a_raising_plugin_refuses_and_is_logged(
     gw = gateway(log, plugin("broken-acl", authorize_subscription=raising))
     assert asyncio.run(gw.plugins.authorize_subscription(ANONYMOUS, "conv")) is False
     assert logged(caplog, "broken-acl", "authorize_subscription")
+
+
+def unreachable(*args: Any) -> Any:
+    raise DatabaseUnavailable("the database cannot be reached: connection refused")
+
+
+def test_an_access_hook_that_cannot_reach_the_database_gives_no_verdict(log: EventLog) -> None:
+    """Neither a refusal (401, 403) nor a pass: the caller answers 503, try again."""
+    gw = gateway(
+        log,
+        plugin("sso", resolve_principal=unreachable),
+        plugin("acl", authorize_subscription=unreachable),
+    )
+    with pytest.raises(DatabaseUnavailable):
+        asyncio.run(gw.plugins.resolve_principal({"type": "http", "headers": []}))
+    with pytest.raises(DatabaseUnavailable):
+        asyncio.run(gw.plugins.authorize_subscription(ANONYMOUS, "conv"))
 
 
 # --- plugin settings -------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.log import group_commit
 from gateway_kit.log.group_commit import GroupCommit
 
@@ -45,6 +46,8 @@ class HeldCommit:
         assert self._open.wait(JOIN_TIMEOUT)
         if "bad" in items:
             raise ValueError("a bad item")
+        if "lost" in items:
+            raise DatabaseUnavailable("the connection was lost during the commit")
         return [item.upper() for item in items]
 
 
@@ -143,6 +146,22 @@ def test_a_failed_transaction_is_retried_one_append_at_a_time(commit: HeldCommit
     shared = commit.transactions[1]
     assert sorted(shared) == ["bad", "x", "y"]
     assert commit.transactions[2:] == [[item] for item in shared]  # each alone, in order
+
+
+def test_a_transaction_whose_connection_was_lost_is_never_made_again(
+    commit: HeldCommit,
+) -> None:
+    """It may have committed before the connection went: made again, alone or together, its
+    appends could be written twice. Every append of it hears that the database is gone."""
+    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
+    first = Submitter(group, "a")
+    later = [Submitter(group, "x"), Submitter(group, "lost"), Submitter(group, "y")]
+    start_during_commit(group, commit, first, *later)
+    release_and_finish(commit, first, *later)
+    assert len(commit.transactions) == 2  # the first, and the shared one: none made again
+    for submitter in later:
+        [error] = submitter.outcomes
+        assert isinstance(error, DatabaseUnavailable)
 
 
 class Interrupted(BaseException):

@@ -4,7 +4,9 @@ Every hook implementation runs inside `guarded`: an exception, an answer its hoo
 (for the hooks that decide who gets in) an answer slower than the plugin timeout is logged with
 the plugin's and the hook's name and replaced by the hook's failure value. Decisions about
 access fail closed: a failed `resolve_principal` is `REFUSED` (a 401), a failed
-`authorize_subscription` is ``False`` (a 403). A failed `configure_plugin` stops the start-up,
+`authorize_subscription` is ``False`` (a 403). Except when an access hook failed because the
+database cannot be reached (`DatabaseUnavailable`): that is no verdict on the request, which is
+answered 503 (try again), not 401 or 403. A failed `configure_plugin` stops the start-up,
 and a failed `bill_run` makes `Plugins.call_in_thread` raise `HookFailed` once the other
 plugins were called: the bill's delivery is made again later, with the same key.
 """
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..exceptions import PluginError
+from ..exceptions import DatabaseUnavailable, PluginError
 from ..principal import Principal
 from .results import GuardVeto, RecoveryPlan
 
@@ -27,6 +29,7 @@ logger = logging.getLogger("gateway_kit.plugins")
 RAISED = "plugin %r raised in hook %s; counted as %r"
 NONSENSE = "plugin %r answered %r to hook %s, which expects %s; counted as %r"
 TOO_SLOW = "plugin %r took %.3g s to answer hook %s, over the plugin timeout of %g s; counted as %r"
+UNAVAILABLE = "plugin %r could not reach the database in hook %s; the request is answered 503"
 CONFIG_FAILED = "plugin {name!r} refused its settings: {error}"
 
 
@@ -58,6 +61,8 @@ class HookPolicy:
     expects: str  # for the log, when an answer is not accepted
     on_failure: object = None
     timed: bool = False  # an answer slower than the plugin timeout counts as a failure
+    # `DatabaseUnavailable` reaches the caller rather than counting as a failure.
+    unavailable_raises: bool = False
 
 
 def _anything(value: object) -> bool:
@@ -91,12 +96,14 @@ POLICIES: dict[str, HookPolicy] = {
         "None or a Principal not of the anonymous method",
         on_failure=REFUSED,
         timed=True,
+        unavailable_raises=True,
     ),
     "authorize_subscription": HookPolicy(
         lambda value: value is None or isinstance(value, bool),
         "True, False or None",
         on_failure=False,
         timed=True,
+        unavailable_raises=True,
     ),
     "configure_plugin": HookPolicy(_anything, "anything", on_failure=RAISE),
 }
@@ -130,6 +137,9 @@ def guarded(
         policy.timed,
         CLOCK,
     )
+    passes_on: tuple[type[BaseException], ...] = (
+        (DatabaseUnavailable,) if policy.unavailable_raises else ()
+    )
 
     def call(*args: Any) -> Any:
         progress = CURRENT_CALL.get()
@@ -138,6 +148,9 @@ def guarded(
         started = clock() if timed else 0.0
         try:
             answer = function(*args)
+        except passes_on:
+            logger.warning(UNAVAILABLE, plugin, hook)
+            raise
         except Exception as exc:
             if on_failure is RAISE:
                 raise PluginError(CONFIG_FAILED.format(name=plugin, error=exc)) from exc

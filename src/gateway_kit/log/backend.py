@@ -52,7 +52,12 @@ class Backend(Protocol):
     def prune(
         self, finished_before: float, archive: Callable[[list[Event]], None] | None
     ) -> int: ...
-    def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None: ...
+    def watch(
+        self,
+        changed: Callable[[], None],
+        stop: Callable[[], bool],
+        listening: Callable[[], None] = ...,
+    ) -> None: ...
     def select(self, sql: str, params: Any) -> tuple[tuple[str, ...], list[Row]]: ...
     def transact(self, work: Callable[[Transaction], T]) -> T: ...
     def close(self) -> None: ...
@@ -91,7 +96,11 @@ class Connections(Generic[C]):
     thread gets `LogClosed`, instead of the connection being left open.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, lost: Callable[[C, Exception], Exception | None] | None = None) -> None:
+        # What a failed read becomes when it failed because its connection was lost (the
+        # connection is then dropped, and the read made once more on a new one); None when
+        # the connection is still good.
+        self._lost = lost
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._open: list[C] = []
@@ -127,13 +136,31 @@ class Connections(Generic[C]):
         """Run a query on this thread's reader connection (opened with `connect` when needed);
         `named`: the rows with their column names, as ``(names, rows)``."""
         with self.in_use():
-            conn: C | None = getattr(self._local, "conn", None)
-            if conn is None or getattr(conn, "closed", False):
-                conn = self._local.conn = connect()
-            cur = conn.execute(sql, params)
-            if named:
-                return tuple(column[0] for column in cur.description), cur.fetchall()
-            return cur.fetchone() if one else cur.fetchall()
+            for again in (True, False):
+                conn: C | None = getattr(self._local, "conn", None)
+                if conn is None or getattr(conn, "closed", False):
+                    conn = self._local.conn = connect()
+                try:
+                    cur = conn.execute(sql, params)
+                    if named:
+                        return tuple(column[0] for column in cur.description), cur.fetchall()
+                    return cur.fetchone() if one else cur.fetchall()
+                except Exception as exc:
+                    lost = self._lost(conn, exc) if self._lost is not None else None
+                    if lost is None:
+                        raise
+                    self._local.conn = None
+                    self.discard(conn)
+                    if not again:
+                        raise lost from exc
+
+    def discard(self, conn: C) -> None:
+        """Close a connection that was lost, and forget it."""
+        with self._lock:
+            if conn in self._open:
+                self._open.remove(conn)
+        with contextlib.suppress(Exception):
+            conn.close()
 
     def add(self, conn: C) -> C:
         with self._lock:

@@ -10,10 +10,15 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from ..exceptions import DatabaseUnavailable
+from .reconnect import UNREACHABLE, describe
+
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+CONNECT_TIMEOUT = 5  # seconds
 
 
 def sqlite_engine(target: str, *, uri: bool) -> sa.Engine:
@@ -55,4 +60,20 @@ def driver_url(url: str) -> str:
 
 
 def postgres_engine(url: str, **options: Any) -> sa.Engine:
-    return sa.create_engine(driver_url(url), poolclass=sa.NullPool, **options)
+    if "connect_timeout" not in url:
+        # A server that is down must not hold a caller for the system's TCP timeout.
+        options.setdefault("connect_args", {}).setdefault("connect_timeout", CONNECT_TIMEOUT)
+    engine = sa.create_engine(driver_url(url), poolclass=sa.NullPool, **options)
+
+    @event.listens_for(engine, "handle_error")
+    def _unavailable(context: sa.engine.ExceptionContext) -> None:
+        # Every connection is new (no pool), so nothing is left to heal: the next use
+        # connects again. A database that cannot be reached is told apart from a failed
+        # statement, as the log's own connections tell it.
+        error = context.original_exception
+        if not isinstance(error, psycopg.OperationalError):
+            return
+        if context.is_disconnect or context.connection is None or context.connection.closed:
+            raise DatabaseUnavailable(UNREACHABLE.format(error=describe(error))) from error
+
+    return engine

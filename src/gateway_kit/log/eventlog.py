@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..exceptions import InvalidCursor, InvalidEvent, LogClosed
+from ..exceptions import DatabaseUnavailable, InvalidCursor, InvalidEvent, LogClosed
 from ..settings import DEFAULT_DATABASE_URL, check_database_url
 from . import migrate
 from .backend import Backend, Latest, RunEnd
@@ -31,6 +31,7 @@ from .event import (
 from .group_commit import GroupCommit
 from .notifier import Notifier
 from .postgres import PostgresBackend
+from .reconnect import Backoff
 from .schema import HEAD_REVISION
 from .sqlite import SQLiteBackend
 from .transaction import Result, Transaction, compiled, record_type
@@ -43,6 +44,9 @@ TAIL_BATCH = 1000
 TAIL_BYTES = 4 * 1024 * 1024  # a tail holds one read's events: a few MiB, however large they are
 # A tail re-reads this often even without a notification, in case one was lost.
 IDLE_RECHECK_SECONDS = 2.0
+WATCH_LOST = "the log watcher lost the database (%s); listening again in %.2g s"
+WATCH_FAILED = "the log watcher failed; listening again in %.2g s"
+WATCH_BACK = "the log watcher listens again"
 
 
 def open_backend(url: str) -> Backend:
@@ -93,6 +97,7 @@ class EventLog:
         self._engine: sa.Engine | None = None
         self._watcher: threading.Thread | None = None
         self._watcher_lock = threading.Lock()
+        self._closing = threading.Event()  # cuts the watcher's pause short
 
     # --- writing -------------------------------------------------------------------------
 
@@ -467,11 +472,32 @@ class EventLog:
                 self._watcher.start()
 
     def _watch(self) -> None:
-        try:
-            self._backend.watch(self._notifier.notify, lambda: self._closed)
-        except Exception:
-            if not self._closed:
-                logger.exception("the log watcher stopped; tails fall back to idle re-checks")
+        """Watch for other processes' commits until the log closes; a watch that fails (the
+        database went away) is started again after a pause that grows while it keeps failing.
+        Meanwhile tails fall back to their idle re-checks."""
+        backoff = Backoff()
+        notify = self._notifier.notify
+
+        def listening() -> None:
+            if backoff.failures:
+                logger.info(WATCH_BACK)
+                notify()  # what was committed while nobody listened
+            backoff.reset()
+
+        while not self._closed:
+            try:
+                self._backend.watch(notify, lambda: self._closed, listening)
+            except LogClosed:
+                return
+            except Exception as exc:
+                if self._closed:
+                    return
+                pause = backoff.next()
+                if not isinstance(exc, DatabaseUnavailable):
+                    logger.exception(WATCH_FAILED, pause)
+                elif backoff.failures == 1:
+                    logger.warning(WATCH_LOST, exc, pause)
+                self._closing.wait(pause)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -481,6 +507,7 @@ class EventLog:
         if self._closed:
             return
         self._closed = True
+        self._closing.set()
         self._notifier.notify()  # let tails notice
         with self._write_lock:
             self._backend.close()

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from ..exceptions import DatabaseUnavailable
+
 LINGER_SECONDS = 0.001
 
 In = TypeVar("In")
@@ -153,6 +155,11 @@ class GroupCommit(Generic[In, Out]):
         ends the requests not settled yet."""
         try:
             results = self._commit([item for r in batch for item in r.items])
+        except DatabaseUnavailable as exc:
+            # The transaction may have committed before its connection was lost: made again,
+            # alone or together, its appends could be written twice. Each caller hears of it.
+            _fail(batch, exc)
+            return
         except Exception as exc:
             if len(batch) == 1:
                 _fail(batch, exc)

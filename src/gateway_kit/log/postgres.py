@@ -9,6 +9,11 @@ every running one. Since appends take transaction ids in seq order, what a reade
 cursor is always a gap-free prefix, and no reader tailing "after seq N" can skip an event that
 commits late. Wake-ups cross processes through LISTEN/NOTIFY, sent after the commit; a
 notification carries no data.
+
+Every connection heals: a reader connection that was lost is replaced and the read made again;
+a writer connection that was lost is replaced at the next write (a write it was running raises
+`DatabaseUnavailable`, never made again here, since it may have committed); the listener and
+the announcer reconnect by themselves (`reconnect.py` spaces the attempts out).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from ..exceptions import DatabaseUnavailable
 from .backend import (
     Connections,
     Latest,
@@ -40,6 +46,7 @@ from .backend import (
 from .database import postgres_engine
 from .event import Event, NewEvent
 from .pages import capped_sql_postgres, filter_params
+from .reconnect import LOST, LOST_WRITING, Backoff, Gate, describe, hung_up, is_lost
 from .schema import (
     LISTENER_LOCK_CLASS,
     META,
@@ -75,6 +82,11 @@ LISTEN_TIMEOUT = 1.0  # seconds; how often the listener checks whether it should
 ANNOUNCE_INTERVAL = 0.005
 QUIET_INTERVAL = 0.1  # seconds before looking again for listeners after finding none
 STOP_TIMEOUT = 5.0  # seconds closing the log waits for the last NOTIFY
+# Seconds a connect may take, unless the URL says: a server that is down must not hold a
+# caller for the operating system's TCP timeout.
+CONNECT_TIMEOUT = 5
+ANNOUNCER_DOWN = "announcing commits failed (%s); trying again in %.2g s"
+ANNOUNCER_BACK = "announcing commits works again"
 
 
 def conninfo(url: str) -> str:
@@ -89,18 +101,55 @@ class PostgresBackend:
     def __init__(self, url: str) -> None:
         self._url = url
         self._conninfo = conninfo(url)
-        self._connections: Connections[psycopg.Connection[Any]] = Connections()
-        self._writer = self._connect()
-        # One cursor for every append: a new one per statement costs a sixth of an append's
-        # client CPU.
-        self._append_cursor = self._writer.cursor()
+        self._connect_options: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in self._conninfo:
+            self._connect_options["connect_timeout"] = CONNECT_TIMEOUT
+        self._gate = Gate()
+        self._connections: Connections[psycopg.Connection[Any]] = Connections(_lost_read)
+        self._writer: psycopg.Connection[Any] | None = None
+        self._append_cursor: psycopg.Cursor[Any] | None = None
+        self._writer_connection()
         self._announcer = Announcer(lambda: self._connect(shared=False))
 
     def _connect(self, *, shared: bool = True) -> psycopg.Connection[Any]:
-        # autocommit: every read sees the newest committed events, every append is one statement.
-        conn = psycopg.connect(self._conninfo, autocommit=True)
+        self._gate.check()
+        try:
+            # autocommit: every read sees the newest committed events, every append is one
+            # statement.
+            conn = psycopg.connect(self._conninfo, **self._connect_options)
+        except psycopg.OperationalError as exc:
+            raise self._gate.failed(exc) from exc
+        self._gate.succeeded()
         # A connection only its own thread uses (watcher, announcer) is closed by that thread.
         return self._connections.add(conn) if shared else conn
+
+    def _writer_connection(self) -> psycopg.Connection[Any]:
+        """The writer connection, opened again if it was lost (under the log's write lock)."""
+        conn = self._writer
+        if conn is not None and not is_lost(conn) and not hung_up(conn):
+            return conn
+        if conn is not None:
+            self._writer = self._append_cursor = None
+            self._connections.discard(conn)
+        conn = self._connect()
+        # One cursor for every append: a new one per statement costs a sixth of an append's
+        # client CPU.
+        self._writer, self._append_cursor = conn, conn.cursor()
+        return conn
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[psycopg.Connection[Any]]:
+        """The writer connection, for one write; a write whose connection is lost meanwhile
+        raises `DatabaseUnavailable` (it may have committed), and the next one reconnects."""
+        conn = self._writer_connection()
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            if not is_lost(conn):
+                raise
+            self._writer = self._append_cursor = None
+            self._connections.discard(conn)
+            raise DatabaseUnavailable(LOST_WRITING.format(error=describe(exc))) from exc
 
     def _fetch(self, sql: str, params: Sequence[Any] = (), *, one: bool = False) -> Any:
         return self._connections.fetch(self._connect, sql, params, one=one)
@@ -117,8 +166,8 @@ class PostgresBackend:
 
     def transact(self, work: Callable[[Transaction], T]) -> T:
         """`work` in a transaction of the writer connection."""
-        with self._writer.transaction():
-            return work(Transaction(self._writer, self.dialect))
+        with self._writing() as conn, conn.transaction():
+            return work(Transaction(conn, self.dialect))
 
     def version(self) -> str | None:
         try:
@@ -135,14 +184,17 @@ class PostgresBackend:
     def insert(
         self, batch: Sequence[NewEvent], now: float, end: RunEnd | None = None
     ) -> list[Event]:
-        try:
-            # Without an end, one autocommit statement.
-            events = self._append(batch, now) if end is None else self._end_run(batch, now, end)
-        except BaseException:
-            # The failed append may still hold the log's ordering lock (a session lock).
-            with contextlib.suppress(psycopg.Error):
-                self._writer.execute("SELECT pg_advisory_unlock_all()")
-            raise
+        with self._writing() as conn:
+            try:
+                # Without an end, one autocommit statement.
+                events = self._append(batch, now) if end is None else self._end_run(batch, now, end)
+            except BaseException:
+                # The failed append may still hold the log's ordering lock (a session lock);
+                # a lost connection took its locks with it.
+                if not is_lost(conn):
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("SELECT pg_advisory_unlock_all()")
+                raise
         if events:
             self._announcer.announce()
         return events
@@ -156,6 +208,7 @@ class PostgresBackend:
             )  # fmt: skip
         else:
             sql, params = APPEND_SQL, (self._batch_json(batch), now)
+        assert self._append_cursor is not None  # inside `_writing`
         rows = self._append_cursor.execute(sql, params).fetchall()
         return [
             Event(seq, e.stream, pos, e.run_id, e.type, e.data_json, e.upstream_event_id, now)
@@ -170,6 +223,7 @@ class PostgresBackend:
         nothing, so the append is still what gives the transaction its id (in seq order).
         """
         conn = self._writer
+        assert conn is not None  # inside `_writing`
         with conn.transaction():
             conn.execute(LOCK_RUN_SQL, (end.run_id,))
             if conn.execute(run_ended_sql("%s"), (end.run_id,)).fetchone():
@@ -228,21 +282,22 @@ class PostgresBackend:
 
     def prune(self, finished_before: float, archive: Callable[[list[Event]], None] | None) -> int:
         prunable = prunable_runs_sql("%s")
-        candidates = streams_by_run(self._writer.execute(prunable, (finished_before,)))
-        deleted = 0
-        for streams in stream_groups(candidates.values(), PRUNE_STREAMS_PER_TRANSACTION):
-            deleted += self._prune_streams(streams, prunable, finished_before, archive)
+        with self._writing() as conn:
+            candidates = streams_by_run(conn.execute(prunable, (finished_before,)))
+            deleted = 0
+            for streams in stream_groups(candidates.values(), PRUNE_STREAMS_PER_TRANSACTION):
+                deleted += self._prune_streams(conn, streams, prunable, finished_before, archive)
         return deleted
 
     def _prune_streams(
         self,
+        conn: psycopg.Connection[Any],
         streams: set[str],
         prunable: str,
         finished_before: float,
         archive: Callable[[list[Event]], None] | None,
     ) -> int:
         """Prune the runs that lie wholly in `streams`, in one transaction."""
-        conn = self._writer
         with conn.transaction():
             # The query after the locks must see what the appends it waited for committed.
             conn.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
@@ -257,15 +312,27 @@ class PostgresBackend:
             runs = [run for run, where in now_prunable.items() if where <= streams]
             return delete_runs(conn, runs, archive, "%s", "GREATEST")
 
-    def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
+    def watch(
+        self,
+        changed: Callable[[], None],
+        stop: Callable[[], bool],
+        listening: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Call `changed` on every notification until `stop()`; `listening` once they come.
+        `DatabaseUnavailable` when the connection is lost (the caller listens again)."""
         conn = self._connect(shared=False)
         try:
             # Before LISTEN: a writer that finds no holder of this lock sends no NOTIFY.
             conn.execute(LISTENING_SQL)
             conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            listening()
             while not stop():
                 for _ in conn.notifies(timeout=LISTEN_TIMEOUT, stop_after=1):
                     changed()
+        except psycopg.Error as exc:
+            if not is_lost(conn):
+                raise
+            raise DatabaseUnavailable(LOST.format(error=describe(exc))) from exc
         finally:
             conn.close()
 
@@ -315,11 +382,8 @@ class Announcer:
 
     def _run(self) -> None:
         conn: psycopg.Connection[Any] | None = None
+        backoff = Backoff()
         try:
-            conn = self._connect()
-            # A notification needs no durability: not waiting for its WAL flush keeps
-            # PostgreSQL's notify lock, held through the commit, brief.
-            conn.execute("SET synchronous_commit = off")
             while True:
                 self._pending.wait()
                 self._pending.clear()
@@ -329,16 +393,44 @@ class Announcer:
                 pause = ANNOUNCE_INTERVAL
                 if self._due:  # read after clear(): a commit after this read sets it again
                     self._due = False
-                    if conn.execute(NOTIFY_IF_LISTENED_SQL).fetchone() is None:
-                        pause = QUIET_INTERVAL  # nobody listens
+                    try:
+                        if conn is not None and (is_lost(conn) or hung_up(conn)):
+                            conn.close()  # the server restarted: a NOTIFY on it would be lost
+                            conn = None
+                        conn = conn if conn is not None else self._open()
+                        if conn.execute(NOTIFY_IF_LISTENED_SQL).fetchone() is None:
+                            pause = QUIET_INTERVAL  # nobody listens
+                        if backoff.failures:
+                            logger.info(ANNOUNCER_BACK)
+                        backoff.reset()
+                    except Exception as exc:
+                        # Lost, or never reached: tails elsewhere re-read on their idle
+                        # timeout, and listeners that reconnect re-read at once. Announced
+                        # again once the database is back.
+                        if conn is not None:
+                            conn.close()
+                            conn = None
+                        if stopping:
+                            return
+                        self._due = True
+                        self._pending.set()
+                        pause = backoff.next()
+                        log = logger.warning if backoff.failures == 1 else logger.debug
+                        expected = isinstance(exc, DatabaseUnavailable | psycopg.OperationalError)
+                        log(ANNOUNCER_DOWN, exc, pause, exc_info=not expected)
                 if stopping:
                     return
                 self._stopping.wait(pause)  # commits meanwhile share the next NOTIFY
-        except Exception:
-            logger.exception("announcing commits failed; other processes fall back to polling")
         finally:
             if conn is not None:
                 conn.close()
+
+    def _open(self) -> psycopg.Connection[Any]:
+        conn = self._connect()
+        # A notification needs no durability: not waiting for its WAL flush keeps
+        # PostgreSQL's notify lock, held through the commit, brief.
+        conn.execute("SET synchronous_commit = off")
+        return conn
 
     def stop(self) -> None:
         with self._start_lock:
@@ -347,6 +439,13 @@ class Announcer:
         self._pending.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join(STOP_TIMEOUT)
+
+
+def _lost_read(conn: psycopg.Connection[Any], error: Exception) -> Exception | None:
+    """What a read that failed on `conn` becomes when `conn` was lost: `DatabaseUnavailable`."""
+    if isinstance(error, psycopg.Error) and is_lost(conn):
+        return DatabaseUnavailable(LOST.format(error=describe(error)))
+    return None
 
 
 def streams_by_run(rows: Iterable[tuple[str, str]]) -> dict[str, set[str]]:

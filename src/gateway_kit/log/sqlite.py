@@ -237,10 +237,16 @@ class SQLiteBackend:
             raise
         return deleted
 
-    def watch(self, changed: Callable[[], None], stop: Callable[[], bool]) -> None:
+    def watch(
+        self,
+        changed: Callable[[], None],
+        stop: Callable[[], bool],
+        listening: Callable[[], None] = lambda: None,
+    ) -> None:
         conn = self._connect(shared=False)
         try:
             version = conn.execute("PRAGMA data_version").fetchone()[0]
+            listening()
             while not stop():
                 time.sleep(WATCH_INTERVAL)
                 now = conn.execute("PRAGMA data_version").fetchone()[0]

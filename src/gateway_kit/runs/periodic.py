@@ -2,7 +2,8 @@
 
 The gateway's background scans (sessions nobody pumps, bills not yet delivered, owned runs whose
 writer died) each run in one of these, in the event loop that started it. A failed round is
-logged and the next one comes as usual; a closed log ends the loop.
+logged and the next one comes as usual; a closed log ends the loop. While the database cannot be
+reached, rounds come at growing intervals, and the outage is logged once.
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from ..exceptions import LogClosed
+from ..exceptions import DatabaseUnavailable, LogClosed
+from ..log.reconnect import Backoff
 
 logger = logging.getLogger("gateway_kit.runs")
+
+UNAVAILABLE_MAX_PAUSE = 5.0  # seconds between rounds at most while the database is away
+UNAVAILABLE = "%s: %s; trying again with growing pauses until the database is back"
+BACK = "%s works again"
 
 
 class Periodic:
@@ -36,14 +42,26 @@ class Periodic:
         self._task = asyncio.create_task(self._forever(), name=self.name)
 
     async def _forever(self) -> None:
+        # While the database cannot be reached, rounds come further apart (up to
+        # `UNAVAILABLE_MAX_PAUSE`), and the outage is logged once, not every round.
+        backoff = Backoff(self.interval, max(self.interval, UNAVAILABLE_MAX_PAUSE))
         while True:
+            pause = self.interval
             try:
                 await self.work()
             except LogClosed:
                 return
+            except DatabaseUnavailable as exc:
+                pause = backoff.next()
+                if backoff.failures == 1:
+                    logger.warning(UNAVAILABLE, self.name, exc)
             except Exception:
                 logger.exception("%s failed; trying again in %g s", self.name, self.interval)
-            await asyncio.sleep(self.interval)
+            else:
+                if backoff.failures:
+                    logger.info(BACK, self.name)
+                    backoff.reset()
+            await asyncio.sleep(pause)
 
     async def stop(self) -> None:
         task, self._task = self._task, None

@@ -3,6 +3,9 @@
 Each Socket.IO connection and each of its subscriptions is a row; a process's rows count only
 while its lease (renewed by that process) lives, so a process that dies stops counting within a
 lease's time, and any process deletes what it left. Every process answers the same.
+
+A process whose lease ran out while the database was away may find its rows deleted by another
+process; they are written again from what its connections hold (`restore`).
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class Presence:
         self.log = log
         self.process_id = process_id
         self.lease = Lease(log, LEASE_PREFIX + process_id, process_id, ttl)
+        self._lapsed = False
 
     def keep_alive(self) -> None:
         """Renew this process's lease when a third of its time has passed (taking it anew after
@@ -90,23 +94,58 @@ class Presence:
         now = time.time()
         if now < self.lease.valid_until - self.lease.ttl * 2 / 3:
             return
+        lapsed = self.lease.valid_until and now >= self.lease.valid_until
         self.lease.acquire()
+        self._lapsed = self._lapsed or bool(lapsed)
         self.sweep()
+
+    def lapsed(self) -> bool:
+        """Whether the lease ran out before it was renewed (since this was last asked): other
+        processes may have deleted this process's rows meanwhile."""
+        lapsed, self._lapsed = self._lapsed, False
+        return lapsed
+
+    def restore(self, connections: list[tuple[str, Principal, set[str]]]) -> None:
+        """Make this process's rows what its connections hold now: ``(connection_id,
+        principal, streams)`` each, in one transaction."""
+        now = time.time()
+        with self.log.engine.begin() as conn:
+            self._delete_mine(conn)
+            for connection_id, principal, streams in connections:
+                conn.execute(self._connection_row(connection_id, principal, now))
+                for stream in streams:
+                    conn.execute(
+                        socket_subscriptions.insert().values(
+                            connection_id=connection_id, stream=stream, subscribed_at=now
+                        )
+                    )
+
+    def _connection_row(self, connection_id: str, principal: Principal, now: float) -> sa.Insert:
+        return socket_connections.insert().values(
+            connection_id=connection_id,
+            process_id=self.process_id,
+            user_id=principal.user_id,
+            method=principal.method,
+            credential_id=principal.credential_id,
+            connected_at=now,
+        )
+
+    def _delete_mine(self, conn: sa.Connection) -> None:
+        mine = sa.select(socket_connections.c.connection_id).where(
+            socket_connections.c.process_id == self.process_id
+        )
+        conn.execute(
+            socket_subscriptions.delete().where(socket_subscriptions.c.connection_id.in_(mine))
+        )
+        conn.execute(
+            socket_connections.delete().where(socket_connections.c.process_id == self.process_id)
+        )
 
     def connected(self, connection_id: str, principal: Principal) -> None:
         if not self.lease.held:
             self.keep_alive()
         with self.log.engine.begin() as conn:
-            conn.execute(
-                socket_connections.insert().values(
-                    connection_id=connection_id,
-                    process_id=self.process_id,
-                    user_id=principal.user_id,
-                    method=principal.method,
-                    credential_id=principal.credential_id,
-                    connected_at=time.time(),
-                )
-            )
+            conn.execute(self._connection_row(connection_id, principal, time.time()))
 
     def disconnected(self, connection_id: str) -> None:
         """Forget a connection and what it watched."""
@@ -172,15 +211,5 @@ class Presence:
     def close(self) -> None:
         """This process stops serving: its rows go now, not when its lease runs out."""
         with self.log.engine.begin() as conn:
-            mine = sa.select(socket_connections.c.connection_id).where(
-                socket_connections.c.process_id == self.process_id
-            )
-            conn.execute(
-                socket_subscriptions.delete().where(socket_subscriptions.c.connection_id.in_(mine))
-            )
-            conn.execute(
-                socket_connections.delete().where(
-                    socket_connections.c.process_id == self.process_id
-                )
-            )
+            self._delete_mine(conn)
         self.lease.release()

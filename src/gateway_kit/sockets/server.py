@@ -16,6 +16,9 @@
   message (who watches it now, from every process); ``GET {prefix}/streams/{s}/presence``.
 - A revoked token, or a Flask login that logged out, loses its sockets within a check's time,
   whichever process holds them.
+- While the database cannot be reached, a connect is refused and a subscribe acknowledged with
+  the error ``database_unavailable`` (try again); connections already open stay, and what the
+  outage kept from the presence rows is written once the database is back.
 
 Several processes: each process delivers the log's events to its own connections (the log
 crosses processes by itself); what must reach connections of other processes (presence
@@ -70,6 +73,7 @@ CREDENTIAL_ENDED = "the credential that asked for this ticket was revoked or log
 BAD_SUBSCRIPTION = 'send {"stream": "...", "after": seq}'
 NEGATIVE_CURSOR = "after must not be negative"
 NOT_CONNECTED = "this connection has no principal"
+UNAVAILABLE = "the database cannot be reached right now; try again shortly"
 
 
 @dataclass
@@ -184,6 +188,9 @@ class SocketServer:
         self.connections: dict[str, Connection] = {}
         self._unwatch: dict[str, Callable[[], None]] = {}
         self._closing: set[asyncio.Future[None]] = set()
+        # A presence write failed (the database was away): this process's rows are written
+        # again, from what its connections hold, at the next check.
+        self._presence_stale = False
         self.outboxes = Outboxes(self.sio, limit=queue_size, timeout=send_timeout)
         self.rooms = RoomFeeds(
             log,
@@ -216,6 +223,15 @@ class SocketServer:
         return host is not None and origin == f"{scheme}://{host}"
 
     async def on_connect(self, sid: str, environ: dict[str, Any], auth: Any = None) -> None:
+        try:
+            await self._connect(sid, environ, auth)
+        except DatabaseUnavailable:
+            self.connections.pop(sid, None)
+            raise socketio.exceptions.ConnectionRefusedError(
+                UNAVAILABLE, {"error": DATABASE_UNAVAILABLE}
+            ) from None
+
+    async def _connect(self, sid: str, environ: dict[str, Any], auth: Any) -> None:
         origin = environ.get("HTTP_ORIGIN")
         if not self.allowed_origin(origin, environ):
             raise socketio.exceptions.ConnectionRefusedError(
@@ -273,9 +289,14 @@ class SocketServer:
         for stream in streams:
             await self.rooms.leave(sid, stream)
         async with connection.lock:  # after any presence write of a request in flight
-            await asyncio.to_thread(self.presence.disconnected, connection.connection_id)
+            try:
+                await asyncio.to_thread(self.presence.disconnected, connection.connection_id)
+            except DatabaseUnavailable:
+                self._presence_stale = True
+                return
         for stream in streams:
-            await self._announce(stream)
+            with contextlib.suppress(DatabaseUnavailable):
+                await self._announce(stream)
 
     def _still_valid(self, connections: list[Connection]) -> list[bool]:
         """For each connection, whether its credential still holds (from memory)."""
@@ -306,16 +327,35 @@ class SocketServer:
     async def _check_credentials(self) -> None:
         """Disconnect this process's connections whose credential was revoked or logged out
         (should a notice have been missed), and keep this process's presence alive."""
+        # A lease that had run out (the database was away) may have let other processes
+        # delete this process's rows meanwhile.
         await asyncio.to_thread(self.presence.keep_alive)
+        if self.presence.lapsed() or self._presence_stale:
+            self._presence_stale = False
+            try:
+                await asyncio.to_thread(self.presence.restore, self._presence_rows())
+            except BaseException:
+                self._presence_stale = True
+                raise
         connections = list(self.connections.values())
         holds = await asyncio.to_thread(self._still_valid, connections)
         ended = [c.sid for c, ok in zip(connections, holds, strict=True) if not ok]
         for sid in ended:
             await self._close(sid)
 
+    def _presence_rows(self) -> list[tuple[str, Principal, set[str]]]:
+        return [(c.connection_id, c.principal, set(c.streams)) for c in self.connections.values()]
+
     # --- subscriptions ------------------------------------------------------------------
 
     async def on_subscribe(self, sid: str, data: Any = None, *extra: Any) -> dict[str, Any]:
+        try:
+            return await self._subscribe(sid, data)
+        except DatabaseUnavailable:
+            self._presence_stale = True
+            return SubscriptionRefused(DATABASE_UNAVAILABLE, UNAVAILABLE).ack()
+
+    async def _subscribe(self, sid: str, data: Any) -> dict[str, Any]:
         try:
             connection = self._connection(sid)
             stream, after = self._subscription(data)
@@ -332,6 +372,10 @@ class SocketServer:
                 await self.rooms.join(
                     sid, stream, after, wanted=lambda: self._watching(connection, stream)
                 )
+            except DatabaseUnavailable:
+                if connection.newest(stream, turn):
+                    connection.streams.discard(stream)  # not subscribed: the client asks again
+                raise
             finally:
                 await self._settle(connection, stream)
             return {"ok": True}
@@ -349,6 +393,10 @@ class SocketServer:
             connection.streams.discard(stream)
             await self._settle(connection, stream)
             return {"ok": True}
+        except DatabaseUnavailable:
+            # Unsubscribed all the same (no event reaches it); the row goes once it is back.
+            self._presence_stale = True
+            return SubscriptionRefused(DATABASE_UNAVAILABLE, UNAVAILABLE).ack()
         finally:
             connection.end_turn(stream, turn)
 

@@ -22,7 +22,7 @@ import logging
 from collections import deque
 from collections.abc import Iterator
 
-from ..exceptions import LogClosed
+from ..exceptions import DatabaseUnavailable, LogClosed
 from ..log import Event, EventLog
 from .sse import frame
 
@@ -151,10 +151,13 @@ class Hub:
                 except LogClosed:
                     self.stop_all(STOP_LOG_CLOSED)
                     return
-                except Exception:
+                except Exception as exc:
                     delay = RETRY_DELAYS[min(failures, len(RETRY_DELAYS) - 1)]
                     failures += 1
-                    logger.exception("reading the log failed; retrying in %ss", delay)
+                    if isinstance(exc, DatabaseUnavailable):  # no traceback: nothing to debug
+                        logger.warning("reading the log failed (%s); retrying in %ss", exc, delay)
+                    else:
+                        logger.exception("reading the log failed; retrying in %ss", delay)
                     await asyncio.sleep(delay)
                     continue
                 failures = 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 
-from ..exceptions import InvalidEvent
+from ..exceptions import DatabaseUnavailable, InvalidEvent
 from ..hooks import Plugins
 from ..http.errors import NOT_FOUND, HTTPError
 from ..http.request import BadPath, Request, decode_segment, relative_path
@@ -111,6 +111,8 @@ class LegacyTaskPoll:
                 offset,
                 self.service.options.max_page_bytes,
             )
+        except DatabaseUnavailable:
+            raise
         except Exception:
             logger.exception("serving a legacy task poll failed")
             raise log_unavailable() from None

@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable
 
 from ..access.credentials import CredentialView
+from ..exceptions import DatabaseUnavailable
 from ..http.errors import HTTPError, send_error, send_no_content
 from ..http.request import Request
 from ..log import EventLog
@@ -88,6 +89,8 @@ class StreamService:
         """What the log holds of run `run_id` (None: nothing); 503 when it cannot be read."""
         try:
             return await self.state().runs.refresh(run_id)
+        except DatabaseUnavailable:
+            raise
         except Exception:
             logger.exception("reading a run from the log failed")
             raise log_unavailable() from None
@@ -149,7 +152,7 @@ class StreamService:
                     run_id=run_id,
                     max_bytes=self.options.max_page_bytes,
                 )
-            except HTTPError:
+            except (HTTPError, DatabaseUnavailable):
                 raise
             except Exception:
                 logger.exception("serving a JSON page failed")
@@ -161,6 +164,8 @@ class StreamService:
             return
         try:
             sub = await state.hub.subscribe(stream=stream, run_id=run_id)
+        except DatabaseUnavailable:
+            raise
         except Exception:
             logger.exception("starting the live reader failed")
             raise log_unavailable() from None
@@ -186,6 +191,8 @@ class StreamService:
                         if run.ended_by(resume.after):
                             await send_no_content(send)  # EventSource stops reconnecting
                             return
+            except DatabaseUnavailable:
+                raise
             except Exception:
                 logger.exception("opening a stream failed")
                 raise log_unavailable() from None

@@ -4,6 +4,12 @@ A pump is started when a run starts; the scan also finds active runs whose sessi
 pumps (their process died, its lease ran out) and starts a pump for them here. A pump that
 fails is started again after a pause that doubles with each failure in a row; past
 `max_failures` in a row, its session's active runs end with an `Error` that says why.
+
+A pump that failed because the database could not be reached is started again the same way,
+without counting the failure: its runs resume once the database is back (the pump reads the
+log to know where goose's events stopped), rather than end for an outage of the database. What
+runs after a failure, and needs the database itself, is tried again with backoff until it gets
+through: a run is never left active because its pump's restart failed.
 """
 
 from __future__ import annotations
@@ -12,9 +18,12 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..exceptions import DatabaseUnavailable
 from ..log import EventLog
+from ..log.reconnect import Backoff
 from ..runs.lease import Lease
 from ..runs.lifecycle import RunLifecycle
 from ..runs.periodic import Periodic
@@ -27,6 +36,11 @@ logger = logging.getLogger("gateway_kit.upstream")
 
 LEASE_PREFIX = "pump:"
 PUMP_FAILED_ERROR = "the session pump failed {count} times in a row; the last failure: {error}"
+PUMP_WAITS = "the pump of session %s cannot reach the database (%s); started again once it can"
+RETRYING = "%s of session %s failed (%s); trying again in %.2g s"
+RESTARTING = "restarting the pump"
+GIVING_UP = "ending the runs of a failing pump"
+RECHECKING = "looking for runs started meanwhile"
 
 
 class PumpManager:
@@ -50,6 +64,7 @@ class PumpManager:
         self.holder = f"{uuid.uuid4().hex}"
         self._pumps: dict[str, asyncio.Task[bool]] = {}
         self._rechecks: set[asyncio.Task[None]] = set()
+        self._outages: dict[str, Backoff] = {}  # sessions whose pump found no database
         self._failures: dict[str, int] = {}  # failures in a row, per session
         self._scanner = Periodic(self.scan, scan_interval, "gateway-kit-pumps")
 
@@ -79,19 +94,50 @@ class PumpManager:
         if task.cancelled():
             return
         error = task.exception()
+        settings = self.settings
+        if isinstance(error, DatabaseUnavailable):
+            # Not the session's fault: not counted, and its restart waits for the database.
+            outage = self._outages.setdefault(
+                session_id, Backoff(settings.reconnect_delay, settings.max_reconnect_delay)
+            )
+            if not outage.failures:
+                logger.warning(PUMP_WAITS, session_id, error)
+            pause = outage.next()
+            self._later(session_id, lambda: self._restart(session_id, pause), RESTARTING)
+            return
+        self._outages.pop(session_id, None)
         if error is not None:
             count = self._failures[session_id] = self._failures.get(session_id, 0) + 1
             logger.error("the pump of session %s failed (%d in a row)", session_id, count,
                          exc_info=error)  # fmt: skip
-            self._later(self._after_failure(session_id, count, error))
+            if count >= settings.max_failures:
+                self._later(session_id, lambda: self._give_up(session_id, count, error), GIVING_UP)
+            else:
+                delay = settings.reconnect_delay * 2 ** (count - 1)
+                pause = min(delay, settings.max_reconnect_delay)
+                self._later(session_id, lambda: self._restart(session_id, pause), RESTARTING)
             return
         self._failures.pop(session_id, None)
         if task.result():
             # A run may have started while the pump was deciding to stop: look once more.
-            self._later(self._recheck(session_id))
+            self._later(session_id, lambda: self._recheck(session_id), RECHECKING)
 
-    def _later(self, work: Any) -> None:
-        task = asyncio.create_task(work)
+    def _later(self, session_id: str, work: Callable[[], Awaitable[None]], what: str) -> None:
+        """Run `work()` in a task of its own; made again, with backoff, while it fails (it
+        needs the database, which may be away)."""
+
+        async def until_done() -> None:
+            backoff = Backoff(self.settings.reconnect_delay, self.settings.max_reconnect_delay)
+            while True:
+                try:
+                    await work()
+                    return
+                except Exception as exc:
+                    pause = backoff.next()
+                    logger.warning(RETRYING, what, session_id, exc, pause)
+                    await asyncio.sleep(pause)
+
+        task = asyncio.create_task(until_done())
         self._rechecks.add(task)
         task.add_done_callback(self._rechecks.discard)
 
@@ -99,18 +145,15 @@ class PumpManager:
         if await asyncio.to_thread(self.store.active_runs, session_id):
             self.ensure(session_id)
 
-    async def _after_failure(self, session_id: str, count: int, error: BaseException) -> None:
-        settings = self.settings
-        if count >= settings.max_failures:
-            self._failures.pop(session_id, None)
-            reason = PUMP_FAILED_ERROR.format(count=count, error=error)
-            for run in await asyncio.to_thread(self.store.active_runs, session_id):
-                await self.lifecycle.upstream_failed(run, reason)
-            return
-        await asyncio.sleep(
-            min(settings.reconnect_delay * 2 ** (count - 1), settings.max_reconnect_delay)
-        )
+    async def _restart(self, session_id: str, pause: float) -> None:
+        await asyncio.sleep(pause)
         await self._recheck(session_id)
+
+    async def _give_up(self, session_id: str, count: int, error: BaseException) -> None:
+        reason = PUMP_FAILED_ERROR.format(count=count, error=error)
+        for run in await asyncio.to_thread(self.store.active_runs, session_id):
+            await self.lifecycle.upstream_failed(run, reason)
+        self._failures.pop(session_id, None)
 
     async def scan(self) -> None:
         """Adopt every session that has an active run and no live pump here."""
