@@ -132,9 +132,11 @@ class Connections(Generic[C]):
         *,
         one: bool = False,
         named: bool = False,
+        take: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Run a query on this thread's reader connection (opened with `connect` when needed);
-        `named`: the rows with their column names, as ``(names, rows)``."""
+        `named`: the rows with their column names, as ``(names, rows)``; `take`: what it
+        returns of the cursor, which it may step through only in part."""
         with self.in_use():
             for again in (True, False):
                 conn: C | None = getattr(self._local, "conn", None)
@@ -142,6 +144,8 @@ class Connections(Generic[C]):
                     conn = self._local.conn = connect()
                 try:
                     cur = conn.execute(sql, params)
+                    if take is not None:
+                        return take(cur)
                     if named:
                         return tuple(column[0] for column in cur.description), cur.fetchall()
                     return cur.fetchone() if one else cur.fetchall()

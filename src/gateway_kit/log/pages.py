@@ -9,21 +9,24 @@ never sent to the process, whose memory then follows bytes, not counts.
 - PostgreSQL: a running sum over ``octet_length(data)`` of the candidate rows picks the seqs,
   then only those rows are fetched. PostgreSQL answers the length of a TOASTed value from its
   header, without reading the value.
-- SQLite: a recursive query walks the events one at a time and stops at the cap. SQLite (3.40)
-  reads a text value to measure it, so a running sum over every candidate would read them all,
-  up to `limit` values of the largest size, for each page.
+- SQLite: the plain query's rows are stepped one at a time (SQLite computes each row when it is
+  asked for) and the stepping stops at the cap, so a page costs what a plain read of its rows
+  costs. SQLite (3.40) reads a text value to measure it, so a running sum in SQL would read
+  every candidate, up to `limit` values of the largest size, for each page.
 
 `may_continue` tells whether a page may have been cut by its cap, so more may follow it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .event import Event
 from .schema import COLUMNS, EVENTS
 
-SIZE_SQL = {"postgresql": "octet_length(data)", "sqlite": "length(CAST(data AS BLOB))"}
+SIZE_SQL = {"postgresql": "octet_length(data)"}
+Row = Any  # a row of an events query, in COLUMNS order
 
 
 def data_size(event: Event) -> int:
@@ -69,24 +72,18 @@ def capped_sql_postgres(
     return f"SELECT {COLUMNS} FROM {EVENTS} WHERE seq IN ({picked}) ORDER BY seq"
 
 
-def capped_sql_sqlite(stream: str | None, run_id: str | None, types: tuple[str, ...] = ()) -> str:
-    """Params: after, the filters' values, max_bytes, limit."""
-    size = SIZE_SQL["sqlite"].replace("data", "e.data")
-    following = (
-        f"SELECT seq FROM {EVENTS} WHERE seq > page.seq{_filters(stream, run_id, types, '?')} "
-        "ORDER BY seq LIMIT 1"
-    )
-    walk = (
-        "WITH RECURSIVE page(seq, total, n) AS ("
-        "SELECT ?, 0, 0 UNION ALL "
-        f"SELECT e.seq, page.total + {size}, page.n + 1 "
-        f"FROM page JOIN {EVENTS} AS e ON e.seq = ({following}) "
-        "WHERE page.total < ? AND page.n < ?)"
-    )
-    return (
-        f"{walk} SELECT {COLUMNS} FROM {EVENTS} "
-        "WHERE seq IN (SELECT seq FROM page WHERE n > 0) ORDER BY seq"
-    )
+def capped_rows(rows: Iterable[Row], max_bytes: int) -> list[Row]:
+    """The rows of a cursor stepped one at a time, up to the one whose data (column 5, as in
+    every events query) brings their size to `max_bytes`: the rest are never computed."""
+    page: list[Row] = []
+    total = 0
+    for row in rows:
+        page.append(row)
+        text = row[5]
+        total += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if total >= max_bytes:
+            break
+    return page
 
 
 def filter_params(stream: str | None, run_id: str | None, types: tuple[str, ...]) -> list[object]:

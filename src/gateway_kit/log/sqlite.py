@@ -31,7 +31,7 @@ from .backend import (
 )
 from .database import sqlite_engine
 from .event import Event, NewEvent
-from .pages import capped_sql_sqlite, filter_params
+from .pages import capped_rows
 from .schema import EVENTS, META, STREAM_HEADS, VERSION_TABLE
 from .transaction import Transaction
 
@@ -206,13 +206,15 @@ class SQLiteBackend:
         max_bytes: int | None = None,
     ) -> list[Event]:
         # Every commit is readable at once here: what is committed is settled.
+        sql = select_sql(stream, run_id, "?", types=types)
+        params = select_params(after, stream, run_id, limit, types)
         if max_bytes is None:
-            sql = select_sql(stream, run_id, "?", types=types)
-            params = select_params(after, stream, run_id, limit, types)
+            rows = self._fetch(sql, params)
         else:
-            sql = capped_sql_sqlite(stream, run_id, types)
-            params = [after, *filter_params(stream, run_id, types), max_bytes, limit]
-        return [Event(*r) for r in self._fetch(sql, params)]
+            rows = self._connections.fetch(
+                self._connect, sql, params, take=lambda cur: capped_rows(cur, max_bytes)
+            )
+        return [Event(*r) for r in rows]
 
     def last_seq(self, stream: str | None) -> int:
         params = () if stream is None else (stream,)
