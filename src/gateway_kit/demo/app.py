@@ -40,7 +40,9 @@ import socketio
 from flask import Flask, Response, jsonify, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
-from ..exceptions import InvalidCredential, InvalidEvent, LogClosed, RunError
+from ..exceptions import DatabaseUnavailable, InvalidCredential, InvalidEvent, LogClosed, RunError
+from ..http.errors import DATABASE_UNAVAILABLE
+from ..http.unavailable import DATABASE_UNAVAILABLE_MESSAGE, RETRY_AFTER_SECONDS
 from ..principal import PRINCIPAL_KEY, Principal
 from ..runs.owned import DEFAULT_LEASE_TTL
 from .agent import new_message_id, run_turn
@@ -87,7 +89,16 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     register_tasks(app)
     register_conversations(app)
     register_legacy_sockets(app)
+    app.register_error_handler(DatabaseUnavailable, database_unavailable)
     return app
+
+
+def database_unavailable(exc: DatabaseUnavailable) -> ResponseReturnValue:
+    # Flask answers what its routes raise itself, so the gateway's 503 for a database that is
+    # away never sees the app's own writes to the log: they answer alike here.
+    logger.warning("%s %s: %s", request.method, request.path, exc)
+    response = jsonify(error=DATABASE_UNAVAILABLE, message=DATABASE_UNAVAILABLE_MESSAGE)
+    return response, 503, {"Retry-After": str(RETRY_AFTER_SECONDS)}
 
 
 def error(status: int, code: str, message: str) -> ResponseReturnValue:
