@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -27,11 +28,13 @@ PAGE = "/gateway/streams/alice-notes/events"
 
 
 @pytest.fixture
-def log(sqlite_url: str) -> EventLog:
-    event_log = EventLog(sqlite_url)
-    event_log.append("alice-notes", "Message", {"text": "mine"})
-    StreamOwners(event_log).declare("alice-notes", "alice")
-    return event_log
+def log(sqlite_url: str) -> Iterator[EventLog]:
+    # Closed after the test: an open log keeps its connections and threads until the
+    # process exits, and a whole suite of them exhausts the server's connections.
+    with EventLog(sqlite_url) as event_log:
+        event_log.append("alice-notes", "Message", {"text": "mine"})
+        StreamOwners(event_log).declare("alice-notes", "alice")
+        yield event_log
 
 
 def test_a_logged_in_user_reads_their_stream_and_nobody_else_does(log: EventLog) -> None:

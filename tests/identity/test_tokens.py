@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,11 +25,13 @@ GATEWAY_KIT = Path(sys.executable).parent / "gateway-kit"
 
 
 @pytest.fixture
-def log(log_url: str) -> EventLog:
-    event_log = EventLog(log_url)
-    event_log.append("carol-work", "Message", {"text": "for carol"})
-    StreamOwners(event_log).declare("carol-work", "carol")
-    return event_log
+def log(log_url: str) -> Iterator[EventLog]:
+    # Closed after the test: an open log keeps its connections and threads until the
+    # process exits, and a whole suite of them exhausts the server's connections.
+    with EventLog(log_url) as event_log:
+        event_log.append("carol-work", "Message", {"text": "for carol"})
+        StreamOwners(event_log).declare("carol-work", "carol")
+        yield event_log
 
 
 def bearer(token: str) -> dict[str, str]:
