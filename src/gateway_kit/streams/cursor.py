@@ -38,7 +38,7 @@ async def resume_point(
     head = await log.alast_seq()
     if cursor.foreign_epoch is not None:
         reason = EPOCH_MISMATCH
-    elif cursor.after > head:
+    elif cursor.after > head and not await committed(log, cursor.after):
         reason = BEYOND_HEAD
     else:
         return Resume(cursor.after)
@@ -46,3 +46,11 @@ async def resume_point(
         stream=stream, run_id=run_id, epoch=log.epoch, head=head, reason=reason
     )
     return Resume(0, envelope)
+
+
+async def committed(log: EventLog, seq: int) -> bool:
+    """Whether the log holds events up to `seq`, settled or not. The settled head of
+    PostgreSQL lags a commit while an older transaction runs anywhere on the server; a cursor
+    handed out by a writer in that time is this log's, not one to start again from."""
+    newest = await log.alatest()
+    return newest is not None and seq <= newest.seq
