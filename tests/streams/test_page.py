@@ -12,12 +12,19 @@ from gateway_kit import EventLog, Gateway
 from gateway_kit.log.postgres import conninfo
 
 from ..conftest import PG_URL
+from ..waiting import settled
 from .asgi_driver import Request
 
 JSON = {"accept": "application/json"}
 
 
 def page(gateway: Gateway, **params: str) -> tuple[int, Any]:
+    """The page once every event written so far is given to readers by cursor."""
+    settled(gateway.log)
+    return page_now(gateway, **params)
+
+
+def page_now(gateway: Gateway, **params: str) -> tuple[int, Any]:
     async def main() -> tuple[int, Any]:
         request = await Request(
             gateway, "/gateway/streams/conv/events", params=params, headers=JSON
@@ -91,7 +98,7 @@ def test_a_cursor_of_a_committed_event_is_no_reset_while_other_transactions_run(
         with psycopg.connect(conninfo(PG_URL), autocommit=False) as other:
             other.execute("SELECT pg_current_xact_id()")  # a transaction with an id, open
             written = log.append("conv", "Finish", {"n": 1})
-            status, body = page(gateway, after=str(written.seq))
+            status, body = page_now(gateway, after=str(written.seq))
             other.rollback()
         assert status == 200
         assert body["events"] == [] and body["next_after"] == written.seq  # no reset, no replay
