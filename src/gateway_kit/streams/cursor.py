@@ -31,14 +31,17 @@ async def resume_point(
     known_head: int = 0,
     stream: str | None = None,
     run_id: str | None = None,
+    unsettled: bool = True,
 ) -> Resume:
-    """Where to resume for `cursor`; `known_head` is a seq already known to exist (no query)."""
+    """Where to resume for `cursor`; `known_head` is a seq already known to exist (no query).
+    `unsettled=False` takes a cursor past the settled head for one beyond it: for a reader that
+    shares what it sends from there (a Socket.IO room) and would send it those events again."""
     if cursor.foreign_epoch is None and cursor.after <= known_head:
         return Resume(cursor.after)
     head = await log.alast_seq()
     if cursor.foreign_epoch is not None:
         reason = EPOCH_MISMATCH
-    elif cursor.after > head and not await committed(log, cursor.after):
+    elif cursor.after > head and not (unsettled and await committed(log, cursor.after)):
         reason = BEYOND_HEAD
     else:
         return Resume(cursor.after)
