@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from gateway_kit import EventLog
+
 T = TypeVar("T")
 
 
@@ -20,6 +22,13 @@ def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.005)
+
+
+def settled(log: EventLog) -> None:
+    """Until a reader by cursor is given every event of `log` committed so far: on
+    PostgreSQL not while an older transaction runs anywhere on the server."""
+    newest = log.latest()
+    wait_until(lambda: newest is None or log.last_seq() >= newest.seq)
 
 
 async def until(

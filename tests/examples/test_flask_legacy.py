@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.demo import create_app
 from gateway_kit.demo.agent import FAILURE, reply_chunks
+from gateway_kit.log.postgres import conninfo
 
+from ..conftest import PG_URL
 from ..runs.owned_helpers import lease_count
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_legacy"
@@ -221,3 +224,37 @@ def test_the_examples_gateway_module_serves_the_legacy_flow(
         assert [e.type for e in module.log.read(run_id=task_id)][-1] == "Finish"
     finally:
         module.log.close()
+
+
+def test_a_task_is_polled_and_followed_while_an_older_transaction_holds_its_events_back(
+    pg_url: str,
+) -> None:
+    """On PostgreSQL a reader by cursor is not given events while an older transaction runs
+    anywhere on the server; the task still exists for its poll and its run stream."""
+    log = EventLog(pg_url)
+
+    async def body(client: httpx.AsyncClient) -> None:
+        await log_in(client)
+        with psycopg.connect(conninfo(PG_URL), autocommit=False) as other:
+            other.execute("SELECT pg_current_xact_id()")  # a transaction with an id, open
+            task_id = await start_task(client, "hello there")
+            poll = await client.get(f"/api/tasks/{task_id}", params={"from": 0})
+            assert poll.status_code == 200, poll.text
+            assert poll.json() == {
+                "task_id": task_id, "status": "running", "events": [], "next_offset": 0
+            }  # fmt: skip
+            page = await client.get(
+                f"/gateway/runs/{task_id}/events", headers={"accept": "application/json"}
+            )
+            assert page.status_code == 200, page.text
+            assert page.json()["events"] == []
+            other.rollback()
+        answers = await poll_until_done(client, task_id)
+        assert transcript(answers) == expected_transcript(
+            "hello there", ("Finish", {"reason": "stop"})
+        )
+
+    try:
+        with_client(gateway_over(log, events_in_log=True), body)
+    finally:
+        log.close()

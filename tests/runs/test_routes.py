@@ -220,8 +220,12 @@ def test_goose_refusing_the_run_fails_it_visibly(log_url: str) -> None:
             await gateway.upstream.reply(session_id, "someone else's request")  # type: ignore[union-attr]
             answer = await client.post("/gateway/streams/conv/runs", json={"message": "mine"})
             assert (answer.status_code, answer.json()["error"]) == (409, "run_active")
-            [run_id] = {e.run_id for e in log.read(stream="conv")}
-            assert [e.type for e in log.read(run_id=run_id)] == ["RunStarted", "Error"]
+            # What was written, settled or not: the 409 came after its commit.
+            [run_id] = {e.run_id for e in log.read(stream="conv", settled=False)}
+            assert [e.type for e in log.read(run_id=run_id, settled=False)] == [
+                "RunStarted",
+                "Error",
+            ]
             retry_after_cancel = await client.post(f"/gateway/runs/{run_id}/cancel")
             assert retry_after_cancel.json()["status"] == "failed"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import socketio
 
@@ -19,10 +20,12 @@ from gateway_kit import EventLog, Gateway
 from gateway_kit.access import ApiTokens, StreamOwners
 from gateway_kit.access.secrets import digest
 from gateway_kit.access.tables import socket_tickets
+from gateway_kit.log.postgres import conninfo
 
+from ..conftest import PG_URL
 from ..identity.helpers import USERS, flask_app
 from ..serving import serve_in_thread
-from ..waiting import until
+from ..waiting import settled, until
 from .clients import Client, connected, logged_in, with_token
 
 GATEWAY_KIT = Path(sys.executable).parent / "gateway-kit"
@@ -87,6 +90,7 @@ def test_replay_then_live_without_gap_or_duplicate(served: tuple[str, EventLog])
         [{"stream": ALICE, "type": "Message", "data": {"n": n}} for n in range(40)]
     )
     log.append(BOB, "Message", {"text": "not alice's"})
+    settled(log)  # a cursor readers were given, as a client's is
 
     async def main() -> None:
         cli = with_token(base, token)
@@ -104,6 +108,40 @@ def test_replay_then_live_without_gap_or_duplicate(served: tuple[str, EventLog])
         assert {e["stream"] for e in cli.events} == {ALICE}
 
     run(main())
+
+
+def test_a_cursor_ahead_of_what_readers_are_given_resets_and_is_sent_nothing_twice(
+    pg_url: str,
+) -> None:
+    """On PostgreSQL readers are given an event only once no older transaction runs anywhere
+    on the server. A room cannot hold back what a connection already has: such a cursor
+    resets, as one beyond the head does."""
+    log = EventLog(pg_url)
+    StreamOwners(log).declare(ALICE, "alice")
+    _, token = ApiTokens(log).create("alice")
+    try:
+        with serve_in_thread(Gateway(flask_app(log), log=log)) as base:
+
+            async def main() -> None:
+                cli = with_token(base, token)
+                async with connected(cli):
+                    with psycopg.connect(conninfo(PG_URL), autocommit=False) as other:
+                        other.execute("SELECT pg_current_xact_id()")  # open, with an id
+                        written = log.append_many(
+                            [{"stream": ALICE, "type": "Message", "data": {"n": n}}
+                             for n in range(3)]
+                        )  # fmt: skip
+                        ack = await cli.subscribe(ALICE, after=written[-1].seq)
+                        other.rollback()
+                    assert ack == {"ok": True}
+                    await cli.until(lambda: len(cli.events) >= 4, "the reset and 3 events")
+                reset, *events = cli.events
+                assert reset["type"] == "reset" and reset["data"]["reason"] == "cursor_beyond_head"
+                assert [e["data"]["n"] for e in events] == [0, 1, 2]  # each once
+
+            run(main())
+    finally:
+        log.close()
 
 
 def test_a_cursor_from_another_log_or_beyond_the_head_resets_as_over_sse(

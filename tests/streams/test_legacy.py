@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from flask import Flask, jsonify, request
 
-from gateway_kit import Event, EventLog
+from gateway_kit import Event, EventLog, Gateway
 
+from ..waiting import settled
 from .asgi_driver import Request
 from .conftest import MakeGateway
 
@@ -50,7 +51,10 @@ def legacy_flask_app() -> Flask:
     return app
 
 
-def poll(app: Any, task_id: str, method: str = "GET", path: str = "", **params: str) -> Request:
+def poll(app: Gateway, task_id: str, method: str = "GET", path: str = "", **params: str) -> Request:
+    """The answer once every event written so far is given to readers by cursor."""
+    settled(app.log)
+
     async def main() -> Request:
         return await Request(app, f"/api/tasks/{task_id}{path}", params=params, method=method).run()
 

@@ -5,16 +5,26 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import psycopg
 import pytest
 
 from gateway_kit import EventLog, Gateway
+from gateway_kit.log.postgres import conninfo
 
+from ..conftest import PG_URL
+from ..waiting import settled
 from .asgi_driver import Request
 
 JSON = {"accept": "application/json"}
 
 
 def page(gateway: Gateway, **params: str) -> tuple[int, Any]:
+    """The page once every event written so far is given to readers by cursor."""
+    settled(gateway.log)
+    return page_now(gateway, **params)
+
+
+def page_now(gateway: Gateway, **params: str) -> tuple[int, Any]:
     async def main() -> tuple[int, Any]:
         request = await Request(
             gateway, "/gateway/streams/conv/events", params=params, headers=JSON
@@ -75,6 +85,24 @@ def test_a_cursor_beyond_the_head_gets_a_reset_page(log: EventLog, gateway: Gate
     assert reset["type"] == "reset" and reset["seq"] == 0
     assert reset["data"] == {"epoch": log.epoch, "head": 1, "reason": "cursor_beyond_head"}
     assert event["seq"] == 1 and body["next_after"] == 1
+
+
+def test_a_cursor_of_a_committed_event_is_no_reset_while_other_transactions_run(
+    pg_url: str,
+) -> None:
+    """On PostgreSQL readers are given an event only once no older transaction runs anywhere
+    on the server; its seq, handed out by the writer meanwhile, is still a cursor of this log."""
+    with EventLog(pg_url) as log:
+        gateway = Gateway(log=log, allow_anonymous=True)
+        log.append("conv", "Message", {"n": 0})
+        with psycopg.connect(conninfo(PG_URL), autocommit=False) as other:
+            other.execute("SELECT pg_current_xact_id()")  # a transaction with an id, open
+            written = log.append("conv", "Finish", {"n": 1})
+            status, body = page_now(gateway, after=str(written.seq))
+            other.rollback()
+        assert status == 200
+        assert body["events"] == [] and body["next_after"] == written.seq  # no reset, no replay
+        assert body["terminal"] is True  # the client has the stream's last event, a Finish
 
 
 @pytest.mark.parametrize("limit", ["0", "-2", "many"])

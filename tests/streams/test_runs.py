@@ -8,6 +8,7 @@ import pytest
 
 from gateway_kit import EventLog, Gateway
 
+from ..waiting import settled
 from .asgi_driver import Request
 
 
@@ -58,6 +59,7 @@ def test_a_cursor_at_or_past_the_terminal_event_gets_204(
     log.append("conv", "Finish", {}, run_id="r1")
     log.append("conv", "Message", {}, run_id="r2")
     log.append("conv", "Message", {}, run_id="r2")
+    settled(log)
 
     async def main() -> None:
         request = await Request(gateway, run_path(), headers={"Last-Event-ID": cursor}).run()
@@ -86,6 +88,7 @@ def test_a_run_page_in_json(log: EventLog, gateway: Gateway) -> None:
     log.append("conv", "Message", {}, run_id="r1")
     log.append("conv", "Message", {}, run_id="r2")
     log.append("conv", "Finish", {}, run_id="r1")
+    settled(log)
 
     async def main() -> None:
         request = await Request(gateway, run_path(), headers={"accept": "application/json"}).run()

@@ -56,7 +56,7 @@ from .events import (
 )
 from .model import Attempt, AttemptKind, Run, RunStatus
 from .ports import Pumps, Upstream
-from .store import RunStore, write_ending
+from .store import RunStore, lifetime_head, write_ending
 from .usage import COUNTED, run_usage
 
 logger = logging.getLogger("gateway_kit.runs")
@@ -322,7 +322,7 @@ class RunLifecycle:
         if plan.clean_session:
             # From here on the conversation lives in the new session; goose ids of the old
             # one are never sent to it.
-            head = await self.log.alast_seq()
+            head = await lifetime_head(self.log, run.stream)
             await asyncio.to_thread(self.store.rebind, run.stream, session_id, head)
         started = {
             "attempt": run.attempt,

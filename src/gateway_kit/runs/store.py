@@ -412,3 +412,11 @@ def write_ending(
         "bill_next_try_at": others_from,
     }
     transaction.execute(BILL, bill)
+
+
+async def lifetime_head(log: EventLog, stream: str) -> int:
+    """Where a new goose lifetime of `stream` begins: after its newest committed event,
+    settled or not. The settled head of PostgreSQL lags while an older transaction runs
+    anywhere on the server, and the old lifetime's goose ids above it would be sent again."""
+    newest = await log.alatest(stream)
+    return 0 if newest is None else newest.seq

@@ -127,7 +127,9 @@ class RoomFeeds:
         if was_member:
             await self.sio.leave_room(sid, room_of(stream))
         try:
-            resume = await resume_point(self.log, cursor, known_head=feed.last, stream=stream)
+            resume = await resume_point(
+                self.log, cursor, known_head=feed.last, stream=stream, unsettled=False
+            )
             if resume.reset is not None:  # the same reset, and reasons, as over SSE
                 await self._send(sid, json.loads(resume.reset))
             await self._enter(sid, feed, joining, resume.after)

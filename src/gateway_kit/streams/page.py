@@ -90,5 +90,6 @@ async def send_json_pieces(send: Send, status: int, parts: Iterable[str | Iterab
 async def _is_terminal_at(log: EventLog, seq: int, stream: str | None, run_id: str | None) -> bool:
     if seq < 1:
         return False
-    found = await log.aread(seq - 1, stream, 1, run_id=run_id)
+    # The client has the event at `seq` already: settled or not, it is what it is.
+    found = await log.aread(seq - 1, stream, 1, run_id=run_id, settled=False)
     return bool(found) and found[0].seq == seq and found[0].is_terminal

@@ -49,7 +49,8 @@ class RunIndex:
         self._entries: OrderedDict[str, RunEntry] = OrderedDict()
 
     async def refresh(self, run_id: str) -> RunEntry | None:
-        """The run's entry, up to date with the log; None when the log holds no event of it."""
+        """The run's entry, up to date with the settled log; None when the log holds no
+        committed event of it."""
         entry = self._entries.get(run_id)
         if entry is None:
             entry = RunEntry()
@@ -68,9 +69,19 @@ class RunIndex:
                 if not events or not may_continue(events, READ_BATCH, self.max_bytes):
                     break
         if not entry.seqs:
-            return None
+            return await self._committed(run_id, entry)
         self._entries[run_id] = entry
         self._entries.move_to_end(run_id)
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
+        return entry
+
+    async def _committed(self, run_id: str, entry: RunEntry) -> RunEntry | None:
+        """The run's entry, still empty, when its first events are committed but not settled
+        yet (on PostgreSQL, while an older transaction anywhere on the server runs): the run
+        exists, and whoever polls or follows it waits for its events. None: no such run."""
+        first = await self.log.aread(0, None, 1, run_id=run_id, settled=False)
+        if not first:
+            return None
+        entry.stream = first[0].stream
         return entry

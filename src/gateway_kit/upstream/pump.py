@@ -45,7 +45,7 @@ from ..runs.ending import terminal_event
 from ..runs.lease import Lease
 from ..runs.lifecycle import RunLifecycle
 from ..runs.model import Run, SessionBinding
-from ..runs.store import RunStore
+from ..runs.store import RunStore, lifetime_head
 from .appends import FrameAppender
 from .backoff import Streak
 from .goose import GooseUpstream
@@ -211,7 +211,7 @@ class SessionPump:
                 continue
             except GooseRestarted as exc:
                 logger.warning("goose restarted under session %s; new lifetime", self.session_id)
-                head = await self.log.alast_seq()
+                head = await lifetime_head(self.log, self.binding.stream)
                 await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)
                 failure = exc
             except UpstreamTooFarBehind as exc:
@@ -405,7 +405,7 @@ class SessionPump:
         if lost:
             # goose forgetting an in-flight request means it restarted: from here on, the ids
             # persisted so far belong to its previous lifetime and are never sent again.
-            head = await self.log.alast_seq()
+            head = await lifetime_head(self.log, self.binding.stream)
             await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)
         return not await self._active_runs()
 
