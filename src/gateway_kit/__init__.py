@@ -2,6 +2,7 @@
 
 from .access import StreamOwners
 from .exceptions import (
+    DatabaseUnavailable,
     EventLogError,
     GatewayKitError,
     InvalidCursor,
@@ -47,6 +48,7 @@ from .wrapped import WrappedApp
 
 __all__ = [
     "ANONYMOUS",
+    "DatabaseUnavailable",
     "Event",
     "EventLog",
     "EventLogError",

@@ -52,12 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if db is None or db:  # "" is a command's own default (the demo's file)
             args.db = database_url(db, source="--db")
         return int(args.run(args))
-    except GatewayKitError as exc:  # a setting or a plugin that cannot work: say which
-        print(f"gateway-kit {command}: {exc}", file=sys.stderr)
-        return 2
+    # Before GatewayKitError: DatabaseUnavailable is one, and a database that cannot be opened
+    # is no setting's fault.
     except UNREACHABLE_ERRORS as exc:  # a database that cannot be opened: say which, and why
         print(f"gateway-kit {command}: {unreachable_message(args, exc)}", file=sys.stderr)
         return 1
+    except GatewayKitError as exc:  # a setting or a plugin that cannot work: say which
+        print(f"gateway-kit {command}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 
