@@ -48,7 +48,9 @@ def test_legacy_long_polls_hold_no_flask_thread_and_old_clients_connect(sqlite_u
                 assert (await user.get("/login")).status_code == 200
                 answer = await user.post("/login", json={"username": "demo", "password": "demo"})
                 assert answer.status_code == 200, answer.text
-                token = (await user.get("/api/socket-token")).json()["token"]
+                # A cookie asks for a socket token with its session's CSRF token.
+                csrf = {"X-CSRF-Token": answer.json()["csrf_token"]}
+                token = (await user.get("/api/socket-token", headers=csrf)).json()["token"]
                 refusal = await connect(base, "socket.io", {"token": token}, user.cookies)
                 assert refusal is None  # connected at the legacy path, with the legacy token
             assert not any(task.done() for task in pending)  # all still polling
