@@ -36,7 +36,7 @@ MAX_POLLS = 1000
 POLL_INTERVAL = 0.01  # the old clients poll every 250 ms; a faster loop keeps the test short
 
 Answer = dict[str, Any]
-Send = Callable[[str, dict[str, Any]], None]
+Send = Callable[[str, dict[str, Any]], object]
 APPEND = "append"
 OWNED_RUN = "owned_run"
 
@@ -45,7 +45,7 @@ OWNED_RUN = "owned_run"
 class Task:
     task_id: str
     conversation_id: str
-    owner: str
+    owner: str | None
     events: deque[dict[str, Any]] = field(default_factory=deque)
     terminal: tuple[int, str] | None = None
     # The turn holds its reply after the first chunk until the test opens this.
@@ -68,14 +68,15 @@ def legacy_app(
     conversations: dict[str, str],
     log: EventLog | None = None,
     *,
-    user_key: str = USER_KEY,
+    user_key: str | None = USER_KEY,
     writes: str = APPEND,
 ) -> LegacyApp:
     """The app; `conversations` (conversation id: owner) are its own records, which outlive
     the process as a database of its own would, and `log` moves its event writes to the log
-    (`writes`: `APPEND` or `OWNED_RUN`)."""
+    (`writes`: `APPEND` or `OWNED_RUN`). Without a `user_key` the app has no login at all."""
     flask_app = Flask("adoption_legacy_app")
-    flask_app.config["SECRET_KEY"] = "the legacy app's own secret"
+    if user_key is not None:
+        flask_app.config["SECRET_KEY"] = "the legacy app's own secret"
     tasks: dict[str, Task] = {}
     poll_hits: list[str] = []
     lock = threading.Lock()
@@ -87,18 +88,19 @@ def legacy_app(
         if owners.declare(task.conversation_id, user) != user:  # the first declaration stands
             abort(404)  # another user's conversation
 
-    def open_run(task: Task, user: str) -> tuple[Send, contextlib.AbstractContextManager[Any]]:
-        """The task's run, open until the turn's thread leaves what this returns."""
+    # "Runs your app writes itself", as the README writes it.
+    def start_owned_task(task: Task, user: str | None, message: str) -> None:
         assert log is not None
         with contextlib.ExitStack() as stack:
-            run_of_task = owned_run(
-                log, stream=task.conversation_id, run_id=task.task_id, owner=user
-            )
             try:
-                run = stack.enter_context(run_of_task)
+                run = stack.enter_context(
+                    owned_run(log, stream=task.conversation_id, run_id=task.task_id, owner=user)
+                )
             except RunError:
                 abort(404)  # another user's conversation
-            return run.append, stack.pop_all()
+            run.append("Message", {"role": "user", "text": message})
+            held = stack.pop_all()  # from here on, the thread's to close
+        threading.Thread(target=turn, args=(task, run.append, held), daemon=True).start()
 
     def sender(task: Task) -> Send:
         def send(event_type: str, data: dict[str, Any]) -> None:
@@ -133,37 +135,39 @@ def legacy_app(
         user = request.form.get("username", "")
         if USERS.get(user) != request.form.get("password"):
             abort(401)
+        if user_key is None:
+            abort(404)
         session[user_key] = user
         return {"user": user}
 
     @flask_app.post("/api/tasks")
     def create_task() -> Answer:
-        user = session.get(user_key)
-        if not user:
+        user = session.get(user_key) if user_key is not None else None
+        if user_key is not None and not user:
             abort(401)
         body = request.get_json()
         conversation_id, message = body["conversation_id"], body["message"]
         with lock:
-            if conversations.setdefault(conversation_id, user) != user:
+            if user and conversations.setdefault(conversation_id, user) != user:
                 abort(404)  # the app's own records: another user's conversation
         task = Task(uuid.uuid4().hex, conversation_id, user)
-        held: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         if log is not None and writes == OWNED_RUN:
-            send, held = open_run(task, user)
+            start_owned_task(task, user, message)
         else:
-            if owners is not None:
+            if owners is not None and user:
                 start_task(task, user)
             send = sender(task)
+            send("Message", {"role": "user", "text": message})  # before the id is handed out
+            held = contextlib.nullcontext()
+            threading.Thread(target=turn, args=(task, send, held), daemon=True).start()
         tasks[task.task_id] = task
-        send("Message", {"role": "user", "text": message})  # before the task id is handed out
-        threading.Thread(target=turn, args=(task, send, held), daemon=True).start()
         return {"task_id": task.task_id, "conversation_id": conversation_id, "status": "running"}
 
     @flask_app.get("/api/tasks/<task_id>")
     def poll(task_id: str) -> Answer:
         poll_hits.append(task_id)
         task = tasks.get(task_id)
-        if task is None or task.owner != session.get(user_key):
+        if task is None or (user_key is not None and task.owner != session.get(user_key)):
             abort(404)
         offset = int(request.args.get("from", "0"))
         with lock:
@@ -185,16 +189,18 @@ def log_in(client: httpx.Client, user: str) -> None:
 
 def legacy_client(
     client: httpx.Client,
-    user: str,
+    user: str | None,
     conversation_id: str,
     message: str,
     *,
     after_first_poll: Callable[[str], None],
 ) -> tuple[str, list[Answer]]:
-    """What an old client does: log in, start a task, poll from `next_offset` until the task is
-    no longer running; the task id and every answer. `after_first_poll(task_id)` lets the test
-    act between the first poll and the next (it sends nothing)."""
-    log_in(client, user)
+    """What an old client does: log in (unless `user` is None), start a task, poll from
+    `next_offset` until the task is no longer running; the task id and every answer.
+    `after_first_poll(task_id)` lets the test act between the first poll and the next (it
+    sends nothing)."""
+    if user is not None:
+        log_in(client, user)
     started = client.post(
         "/api/tasks", json={"conversation_id": conversation_id, "message": message}
     )

@@ -48,10 +48,10 @@ def served(app: object) -> Iterator[Callable[[], httpx.Client]]:
     """Serve `app` under uvicorn; yields a maker of clients of it, each with its own cookies."""
     with serve_in_thread(app) as url, contextlib.ExitStack() as clients:
 
-        def client() -> httpx.Client:
+        def new_client() -> httpx.Client:
             return clients.enter_context(httpx.Client(base_url=url, timeout=TIMEOUT))
 
-        yield client
+        yield new_client
 
 
 def expected_transcript(message: str) -> Transcript:
@@ -81,7 +81,11 @@ def check_legacy_answers(task_id: str, answers: list[Answer], message: str) -> N
 
 
 def run_legacy_client(
-    legacy: LegacyApp, client: httpx.Client, message: str, before_release: Callable[[str], None]
+    legacy: LegacyApp,
+    client: httpx.Client,
+    message: str,
+    before_release: Callable[[str], None],
+    user: str | None = "alice",
 ) -> str:
     """Alice's old client runs a task to its end in her conversation; the task id."""
 
@@ -90,7 +94,7 @@ def run_legacy_client(
         legacy.release(task_id)
 
     task_id, answers = legacy_client(
-        client, "alice", CONVERSATION, message, after_first_poll=after_first_poll
+        client, user, CONVERSATION, message, after_first_poll=after_first_poll
     )
     check_legacy_answers(task_id, answers, message)
     return task_id
@@ -132,7 +136,7 @@ def sse_events(text: str) -> list[dict[str, Any]]:
 
 
 def is_reply(event: dict[str, Any], task_id: str) -> bool:
-    return event["run_id"] == task_id and event["data"].get("role") == "assistant"
+    return bool(event["run_id"] == task_id and event["data"].get("role") == "assistant")
 
 
 def no_wait(task_id: str) -> None:
@@ -160,9 +164,9 @@ def test_every_adoption_step_keeps_an_unmodified_legacy_client_working(
     log = EventLog(database_url())  # $GATEWAY_KIT_DB, else sqlite:///gateway.db
     try:
         app = Gateway(flask_app, log=log)  # an ASGI app
-        with served(app) as client:
-            task_id = run_legacy_client(legacy, client(), "step 1", no_wait)
-            check_others_kept_out(client(), task_id)
+        with served(app) as new_client:
+            task_id = run_legacy_client(legacy, new_client(), "step 1", no_wait)
+            check_others_kept_out(new_client(), task_id)
         assert task_id in legacy.poll_hits
         assert log.latest() is None
     finally:
@@ -177,12 +181,12 @@ def test_every_adoption_step_keeps_an_unmodified_legacy_client_working(
         app = Gateway(
             flask_app, log=log, plugin_config={"flask_session_identity": {"user_key": USER_KEY}}
         )
-        with served(app) as client:
-            step_2_task = run_legacy_client(legacy, client(), "step 2", no_wait)
-            check_others_kept_out(client(), step_2_task)
+        with served(app) as new_client:
+            step_2_task = run_legacy_client(legacy, new_client(), "step 2", no_wait)
+            check_others_kept_out(new_client(), step_2_task)
         assert legacy.poll_hits == []  # not one poll reached the app's own route
         assert not legacy.tasks[step_2_task].events  # nor did the turn write to the deque
-        assert [e.type for e in log.read(run_id=step_2_task)][-1] == "Finish"
+        assert [e.type for e in log.read(run_id=step_2_task, settled=False)][-1] == "Finish"
     finally:
         log.close()
 
@@ -194,12 +198,12 @@ def test_every_adoption_step_keeps_an_unmodified_legacy_client_working(
         app = Gateway(
             flask_app, log=log, plugin_config={"flask_session_identity": {"user_key": USER_KEY}}
         )
-        with served(app) as client:
-            browser = client()
+        with served(app) as new_client:
+            browser = new_client()
             log_in(browser, "alice")
 
             def new_task_ended(event: dict[str, Any]) -> bool:
-                return event["type"] == "Finish" and event["run_id"] != step_2_task
+                return bool(event["type"] == "Finish" and event["run_id"] != step_2_task)
 
             reader = SseReader(browser, f"/gateway/streams/{CONVERSATION}/events", new_task_ended)
             reader.start()
@@ -208,7 +212,7 @@ def test_every_adoption_step_keeps_an_unmodified_legacy_client_working(
                 # The reply's first chunk reaches the SSE client while the turn is held.
                 wait_until(lambda: any(is_reply(e, task_id) for e in reader.events), TIMEOUT)
 
-            task_id = run_legacy_client(legacy, client(), "step 3", streamed_while_running)
+            task_id = run_legacy_client(legacy, new_client(), "step 3", streamed_while_running)
             reader.join(TIMEOUT)
             assert not reader.is_alive() and reader.failure is None, reader.failure
             assert legacy.poll_hits == []
@@ -230,7 +234,7 @@ def test_every_adoption_step_keeps_an_unmodified_legacy_client_working(
             assert sse_events(resumed.text) == step_3[2:]
 
             # Another user's browser is refused the conversation.
-            intruder = client()
+            intruder = new_client()
             log_in(intruder, "bob")
             refused = intruder.get(
                 f"/gateway/streams/{CONVERSATION}/events", headers={"accept": "text/event-stream"}
@@ -252,8 +256,8 @@ def test_with_the_user_key_left_out_the_gateway_answers_the_poll_401(sqlite_url:
     holds the user under ``user_id``; read as ``username`` it names nobody."""
     legacy, app = step_2_without_identity_choice(sqlite_url, USER_KEY)
     try:
-        with served(app) as client:
-            alice = client()
+        with served(app) as new_client:
+            alice = new_client()
             log_in(alice, "alice")
             started = alice.post(
                 "/api/tasks", json={"conversation_id": CONVERSATION, "message": "hi"}
@@ -275,9 +279,38 @@ def test_an_app_keeping_the_user_as_username_needs_no_identity_choice(sqlite_url
     """The README: nothing to do when the app keeps the user in ``session["username"]``."""
     legacy, app = step_2_without_identity_choice(sqlite_url, "username")
     try:
-        with served(app) as client:
-            run_legacy_client(legacy, client(), "as username", no_wait)
-            check_others_kept_out(client(), next(iter(legacy.tasks)))
+        with served(app) as new_client:
+            run_legacy_client(legacy, new_client(), "as username", no_wait)
+            check_others_kept_out(new_client(), next(iter(legacy.tasks)))
         assert legacy.poll_hits == []
     finally:
         app.log.close()
+
+
+def test_an_app_without_login_keeps_its_clients_with_allow_anonymous(sqlite_url: str) -> None:
+    """The README's "No login" choice: at step 2 the strict default answers the poll of an app
+    without login 401; with ``allow_anonymous=True`` its old clients poll as before, and read
+    the task's SSE too."""
+    log = EventLog(sqlite_url)
+    try:
+        legacy = legacy_app({}, log, user_key=None)
+        with served(Gateway(legacy.flask, log=log)) as new_client:
+            anyone = new_client()
+            started = anyone.post(
+                "/api/tasks", json={"conversation_id": CONVERSATION, "message": "hi"}
+            )
+            assert started.status_code == 200, started.text
+            legacy.release(started.json()["task_id"])
+            polled = anyone.get(f"/api/tasks/{started.json()['task_id']}", params={"from": 0})
+            assert polled.status_code == 401, polled.text
+
+        legacy = legacy_app({}, log, user_key=None)
+        with served(Gateway(legacy.flask, log=log, allow_anonymous=True)) as new_client:
+            task_id = run_legacy_client(legacy, new_client(), "no login", no_wait, user=None)
+            streamed = new_client().get(f"/gateway/runs/{task_id}/events")
+            assert streamed.status_code == 200, streamed.text
+            expected = [(t, d) for _, t, d in expected_transcript("no login")]
+            assert [(e["type"], e["data"]) for e in sse_events(streamed.text)] == expected
+        assert legacy.poll_hits == []
+    finally:
+        log.close()
