@@ -10,6 +10,8 @@ import pytest
 
 from gateway_kit import Event, EventLog
 
+from ..waiting import settled
+
 
 def test_seq_is_global_and_pos_is_per_stream(log: EventLog) -> None:
     a1 = log.append("a", "Message", {"n": 1})
@@ -22,7 +24,7 @@ def test_seq_is_global_and_pos_is_per_stream(log: EventLog) -> None:
 
 def test_read_returns_what_append_returned(log: EventLog) -> None:
     written = log.append("conv-1", "Message", {"text": "hi"}, run_id="r-1", upstream_event_id="7")
-    [read] = log.read()
+    [read] = log.read(settled=False)
     assert read == written
     assert (read.stream, read.type, read.run_id, read.upstream_event_id) == (
         "conv-1",
@@ -46,6 +48,7 @@ def test_read_returns_what_append_returned(log: EventLog) -> None:
 def test_read_filters_by_stream_and_run_and_pages_by_seq(log: EventLog) -> None:
     for i in range(10):
         log.append("a" if i % 2 else "b", "T", {"i": i}, run_id=f"r{i % 3}")
+    settled(log)
     only_a = log.read(stream="a")
     assert [e.data["i"] for e in only_a] == [1, 3, 5, 7, 9]
     assert [e.pos for e in only_a] == [1, 2, 3, 4, 5]
@@ -61,6 +64,7 @@ def test_last_seq(log: EventLog) -> None:
     assert log.last_seq("a") == 0
     a = log.append("a", "T")
     b = log.append("b", "T")
+    settled(log)
     assert log.last_seq() == b.seq
     assert log.last_seq("a") == a.seq
 
@@ -77,6 +81,7 @@ def test_append_many_keeps_order_and_assigns_positions(log: EventLog) -> None:
     assert [e.data["k"] for e in events] == [1, 2, 3]
     assert [(e.stream, e.pos) for e in events] == [("a", 2), ("b", 1), ("a", 3)]
     assert [e.seq for e in events] == sorted(e.seq for e in events)
+    settled(log)
     assert log.read(after=events[0].seq - 1) == events
     assert log.append_many([]) == []
 
@@ -94,7 +99,7 @@ UNICODE_SAMPLES = [
 @pytest.mark.parametrize("text", UNICODE_SAMPLES)
 def test_unicode_round_trips_exactly(log: EventLog, text: str) -> None:
     log.append("s", "Message", {"text": text, text: [text]})
-    [event] = log.read()
+    [event] = log.read(settled=False)
     assert event.data == {"text": text, text: [text]}
 
 
@@ -106,7 +111,7 @@ def test_epoch_is_stable_across_reopen_and_differs_between_logs(
         first.append("a", "T")
     with EventLog(log_url) as again:
         assert again.epoch == epoch
-        assert [e.pos for e in again.read()] == [1]
+        assert [e.pos for e in again.read(settled=False)] == [1]
     with EventLog(f"sqlite:///{tmp_path}/other.db") as other:
         assert other.epoch != epoch
 
@@ -132,6 +137,7 @@ def test_concurrent_threads_get_unique_seqs_and_gapless_positions(log: EventLog)
         t.start()
     for t in threads:
         t.join()
+    settled(log)
     events = log.read(limit=10_000)
     assert len(events) == 8 * per_thread
     assert [e.seq for e in events] == sorted({e.seq for e in events})
@@ -220,7 +226,7 @@ def test_two_logs_on_one_database_alternating_on_one_stream_keep_pos_gapless(
     finally:
         other.close()
     assert [e.pos for e in written] == list(range(1, 34))
-    assert [e.seq for e in log.read(0, "shared")] == [e.seq for e in written]
+    assert [e.seq for e in log.read(0, "shared", settled=False)] == [e.seq for e in written]
 
 
 def test_retention_of_a_stream_s_newest_events_never_hands_their_pos_out_again(
@@ -231,7 +237,7 @@ def test_retention_of_a_stream_s_newest_events_never_hands_their_pos_out_again(
     log.append("s", "Message", run_id="r")
     log.append("s", "Finish", run_id="r")
     assert log.prune(older_than=0) == 2
-    assert [e.pos for e in log.read(0, "s")] == [1]
+    assert [e.pos for e in log.read(0, "s", settled=False)] == [1]
     assert log.append("s", "Message").pos == 4
     fresh = EventLog(log.url)
     try:

@@ -45,7 +45,7 @@ def test_kill_during_append_many_leaves_whole_batches(log_url: str) -> None:
     with EventLog(log_url) as log:
         events = []
         after = 0
-        while page := log.read(after=after, limit=5000):
+        while page := log.read(after=after, limit=5000, settled=False):
             events.extend(page)
             after = page[-1].seq
         counts = collections.Counter(e.data["batch"] for e in events)

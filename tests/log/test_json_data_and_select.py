@@ -13,11 +13,13 @@ import sqlalchemy as sa
 from gateway_kit import EventLog, InvalidEvent, PayloadTooLarge
 from gateway_kit.log.transaction import compiled
 
+from ..waiting import settled
+
 
 def test_data_json_is_stored_as_given_and_read_back_as_data(log: EventLog) -> None:
     text = '{"type":"Message","text":"caf\u00e9 \u2014 ok","n":[1,2]}'
     [event] = log.append_many([{"stream": "s", "type": "Message", "data_json": text}])
-    [read] = log.read()
+    [read] = log.read(settled=False)
     assert read.data_json == text == event.data_json
     assert read.data == json.loads(text)
 
@@ -31,7 +33,7 @@ def test_data_json_with_escapes_is_checked_like_data(log: EventLog) -> None:
         log.append_many([{"stream": "s", "type": "T", "data_json": "[1, 2]"}])
     with pytest.raises(TypeError, match="not both"):
         log.append_many([{"stream": "s", "type": "T", "data": {}, "data_json": "{}"}])
-    assert [e.seq for e in log.read()] == [event.seq]  # nothing half written
+    assert [e.seq for e in log.read(settled=False)] == [event.seq]  # nothing half written
 
 
 def test_data_json_above_the_size_limit_is_refused(log_url: str) -> None:
@@ -42,12 +44,13 @@ def test_data_json_above_the_size_limit_is_refused(log_url: str) -> None:
             small.append_many(
                 [{"stream": "s", "type": "T", "data_json": '{"a":"' + "x" * 99 + '"}'}]
             )
-        assert len(small.read()) == 1
+        assert len(small.read(settled=False)) == 1
 
 
 def test_read_by_type_keeps_the_order_and_the_cursor(log: EventLog) -> None:
     for n, kind in enumerate(["A", "B", "A", "C", "B"]):
         log.append("s", kind, {"n": n}, run_id="r")
+    settled(log)
     assert [e.data["n"] for e in log.read(run_id="r", types=["B", "C"])] == [1, 3, 4]
     second = log.read(run_id="r")[1].seq
     assert [e.data["n"] for e in log.read(after=second, types=("A",))] == [2]
@@ -89,4 +92,4 @@ def test_write_commits_a_statement_on_the_writer_and_leaves_nothing_when_it_fail
     assert log.write(update, {"key": 1}).rowcount == 1
     log.append("s", "T", {})  # the writer goes on appending after a refused write
     assert [r.body for r in log.select(sa.select(marks))] == ["uno"]
-    assert len(log.read()) == 1
+    assert len(log.read(settled=False)) == 1

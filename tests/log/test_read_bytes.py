@@ -8,11 +8,15 @@ import pytest
 from gateway_kit import EventLog, InvalidCursor
 from gateway_kit.log.pages import data_size, may_continue
 
+from ..waiting import settled
+
 
 def sized(log: EventLog, sizes: list[int], stream: str = "s", run_id: str | None = None) -> None:
+    """Events of these data sizes, once a reader by cursor is given them."""
     for size in sizes:
         # "é" is two bytes in UTF-8: the cap counts bytes, not characters.
         log.append(stream, "T", {"t": "é" * (size // 2)}, run_id=run_id)
+    settled(log)
 
 
 def test_a_capped_read_ends_with_the_event_that_reaches_the_cap(log: EventLog) -> None:

@@ -46,8 +46,8 @@ def test_prune_deletes_old_finished_runs_only(log: EventLog) -> None:
     backdate(log, "recent", 3600)
 
     assert log.prune(older_than=timedelta(days=1)) == 3
-    assert {e.run_id for e in log.read()} == {"recent", None}
-    assert note in log.read()
+    assert {e.run_id for e in log.read(settled=False)} == {"recent", None}
+    assert note in log.read(settled=False)
 
 
 def test_prune_never_touches_a_stream_with_an_active_run(log: EventLog) -> None:
@@ -58,7 +58,7 @@ def test_prune_never_touches_a_stream_with_an_active_run(log: EventLog) -> None:
         backdate(log, run_id, 10 * 86400)
 
     assert log.prune(older_than=timedelta(days=1)) == 3
-    assert {e.run_id for e in log.read()} == {"done-long-ago", "still-running"}
+    assert {e.run_id for e in log.read(settled=False)} == {"done-long-ago", "still-running"}
 
 
 def test_error_ends_a_run_for_retention(log: EventLog) -> None:
@@ -72,7 +72,7 @@ def test_seq_is_never_reused_after_pruning_everything(log: EventLog) -> None:
     events = run(log, "s", "r")
     backdate(log, "r", 7200)
     assert log.prune(older_than=3600) == 3
-    assert log.read() == []
+    assert log.read(settled=False) == []
     fresh = log.append("s", "T")
     assert fresh.seq > events[-1].seq
 
@@ -99,7 +99,7 @@ def test_failing_archive_deletes_nothing(log: EventLog) -> None:
 
     with pytest.raises(OSError, match="archive disk full"):
         log.prune(older_than=3600, archive=archive)
-    assert len(log.read()) == 6
+    assert len(log.read(settled=False)) == 6
 
 
 def test_negative_age_is_refused(log: EventLog) -> None:
@@ -111,7 +111,7 @@ def test_pruning_the_newest_events_does_not_lower_the_head(log: EventLog) -> Non
     events = run(log, "s", "r")
     backdate(log, "r", 7200)
     log.prune(older_than=3600)
-    assert log.read() == []
+    assert log.read(settled=False) == []
     assert log.last_seq() == events[-1].seq  # a client holding that cursor is not "beyond"
 
 
@@ -134,7 +134,7 @@ def test_prune_waits_for_an_append_in_flight_to_the_stream(pg_url: str) -> None:
             starting.close()
         assert not pruner.is_alive()
         assert pruned == [0]  # the stream has an active run now
-        assert {e.run_id for e in log.read()} == {"old", "new"}
+        assert {e.run_id for e in log.read(settled=False)} == {"old", "new"}
 
 
 def waiting_for_stream_lock(url: str, stream: str) -> bool:
@@ -165,7 +165,7 @@ def test_prune_goes_a_few_streams_at_a_time_and_keeps_a_run_s_streams_together(
         backdate(log, run_id, 7200)
     keep = log.append("t3", "Note")
     assert log.prune(older_than=3600) == 5 * 3 + 2
-    assert log.read() == [keep]
+    assert log.read(settled=False) == [keep]
 
 
 def test_stream_groups_stay_under_the_limit_without_splitting_a_run() -> None:

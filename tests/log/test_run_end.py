@@ -44,7 +44,11 @@ def test_a_run_ends_once_with_its_rows_in_the_same_transaction(notes: EventLog) 
     assert end is not None and end.type == "Finish" and end.run_id == "r1"
     again = notes.end_run("conv", "Error", {"late": True}, run_id="r1", also=note("r1", "x"))
     assert again is None
-    assert [e.type for e in notes.read(run_id="r1")] == ["Message", "guard_failed", "Finish"]
+    assert [e.type for e in notes.read(run_id="r1", settled=False)] == [
+        "Message",
+        "guard_failed",
+        "Finish",
+    ]
     assert notes.run_end("r1") == end
     assert written_notes(notes) == [("r1", "finished")]
 
@@ -61,7 +65,7 @@ def test_when_the_rows_fail_nothing_of_the_end_is_written(notes: EventLog) -> No
     with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
         notes.end_run("conv", "Finish", run_id="r1", before=[{"stream": "conv", "type": "Note"}],
                       also=note("dup", "second"))  # fmt: skip
-    assert notes.read(run_id="r1") == [] and notes.run_end("r1") is None
+    assert notes.read(run_id="r1", settled=False) == [] and notes.run_end("r1") is None
     assert notes.end_run("conv", "Error", run_id="r1") is not None  # the run can still end
 
 
@@ -101,7 +105,10 @@ def test_two_processes_ending_one_run_write_one_terminal_event(log_url: str) -> 
             for thread in threads:
                 thread.join()
             assert sum(e is not None for e in ended) == 1
-            assert [e.type for e in logs[1].read(run_id=run_id)] == ["Message", "Finish"]
+            assert [e.type for e in logs[1].read(run_id=run_id, settled=False)] == [
+                "Message",
+                "Finish",
+            ]
     finally:
         for log in logs:
             log.close()

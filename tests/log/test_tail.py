@@ -211,3 +211,27 @@ def listeners(conn: psycopg.Connection[object]) -> int:
         (postgres.LISTENER_LOCK_CLASS,),
     ).fetchone()
     return 0 if row is None else int(row[0])
+
+
+def test_a_tail_woken_while_an_older_transaction_runs_gets_the_event_once_it_ends(
+    pg_url: str,
+) -> None:
+    """The event is committed but held back from readers by another transaction; when that
+    one ends no notification comes, yet the tail delivers it without its idle re-check."""
+    with EventLog(pg_url, idle_recheck=NO_RECHECK) as event_log:
+        older = psycopg.connect(postgres.conninfo(pg_url))  # stays in its transaction
+        try:
+
+            async def main() -> list[Event]:
+                task = asyncio.create_task(collect(event_log, 1, timeout=20))
+                await asyncio.sleep(0.1)  # the tail is idle now, waiting for a notification
+                older.execute("SELECT pg_current_xact_id()")
+                written = await event_log.aappend("s", "HeldBack")
+                await asyncio.sleep(0.3)  # the tail was woken and found nothing it may read
+                assert await event_log.aread(settled=False) == [written]
+                older.rollback()
+                return await task
+
+            assert [e.type for e in asyncio.run(main())] == ["HeldBack"]
+        finally:
+            older.close()

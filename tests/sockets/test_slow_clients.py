@@ -17,7 +17,7 @@ from gateway_kit.sockets.server import SocketServer
 
 from ..identity.helpers import flask_app
 from ..serving import serve_in_thread
-from ..waiting import until
+from ..waiting import settled, until
 from .clients import WAIT, Client, HandClient, with_token
 
 STREAM = "long-conversation"
@@ -117,6 +117,7 @@ def test_a_replay_to_a_client_that_stops_reading_holds_a_page_not_the_stream(
     base, gw, token = gateway
     server = sockets_of(gw)
     seqs = append(gw.log, 0, EVENTS)
+    settled(gw.log)  # the replay reads what a reader by cursor is given
     parked = parked_replays(server)
 
     async def main() -> None:
@@ -142,6 +143,7 @@ def test_a_flood_of_subscriptions_to_a_long_stream_holds_one_replay(
     base, gw, token = gateway
     server = sockets_of(gw)
     seqs = append(gw.log, 0, EVENTS)
+    settled(gw.log)
     parked = parked_replays(server)
     flood = 30
 
@@ -200,6 +202,7 @@ def test_a_client_that_reads_nothing_for_the_send_timeout_is_closed(
     base, gw, token = gateway
     server = sockets_of(gw)
     append(gw.log, 0, EVENTS)
+    settled(gw.log)
 
     async def main() -> None:
         async with slow_and_steady(base, token) as (client, other):
@@ -235,6 +238,7 @@ def test_subscribes_and_unsubscribes_sent_at_once_leave_presence_as_the_last_one
     base, gw, token = gateway
     server = sockets_of(gw)
     append(gw.log, 0, 50)
+    settled(gw.log)
 
     async def main() -> None:
         async with hand_client(base, token) as client:
@@ -291,6 +295,7 @@ def test_a_subscribe_still_authorizing_does_not_undo_the_requests_sent_after_it(
     base, gw, token = gateway
     server = sockets_of(gw)
     seqs = append(gw.log, 0, EVENTS)
+    settled(gw.log)
     cursor = seqs[99]
     parked = parked_replays(server)
     gate = Gate(server)
@@ -320,6 +325,7 @@ def test_a_connection_gone_while_its_subscribe_was_authorized_leaves_no_feed_beh
     base, gw, token = gateway
     server = sockets_of(gw)
     head = append(gw.log, 0, 3)[-1]
+    settled(gw.log)
     gate = Gate(server)
 
     async def main() -> None:

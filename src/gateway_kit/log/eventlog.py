@@ -44,6 +44,10 @@ TAIL_BATCH = 1000
 TAIL_BYTES = 4 * 1024 * 1024  # a tail holds one read's events: a few MiB, however large they are
 # A tail re-reads this often even without a notification, in case one was lost.
 IDLE_RECHECK_SECONDS = 2.0
+# A tail that was woken for events committed but not yet given to readers (PostgreSQL: an
+# older transaction still runs) looks again after this, then twice as long each time up to
+# `idle_recheck`: no notification comes when that other transaction ends.
+HELD_BACK_RECHECK_SECONDS = 0.02
 WATCH_LOST = "the log watcher lost the database (%s); listening again in %.2g s"
 WATCH_FAILED = "the log watcher failed; listening again in %.2g s"
 WATCH_BACK = "the log watcher listens again"
@@ -381,6 +385,7 @@ class EventLog:
         so the hand-over from replay to live can neither skip nor repeat an event.
         """
         cursor = check_cursor(after)
+        held_back = HELD_BACK_RECHECK_SECONDS
         while True:
             seen = self._notifier.version  # before reading, so no commit slips between
             events = await self.aread(cursor, stream, batch, run_id=run_id, max_bytes=TAIL_BYTES)
@@ -388,10 +393,21 @@ class EventLog:
                 for event in events:
                     yield event
                 cursor = events[-1].seq
+                held_back = HELD_BACK_RECHECK_SECONDS
                 continue
             self._start_watcher()
-            await self._notifier.wait(seen, self.idle_recheck)
+            wait = self.idle_recheck
+            if await self._held_back(cursor, stream, run_id):
+                wait = min(wait, held_back)
+                held_back = min(held_back * 2, self.idle_recheck)
+            await self._notifier.wait(seen, wait)
             self._check_open()
+
+    async def _held_back(self, after: int, stream: str | None, run_id: str | None) -> bool:
+        """Whether an event after `after` is committed but not given to readers yet."""
+        if self._backend.commits_readable_at_once:
+            return False
+        return bool(await self.aread(after, stream, 1, run_id=run_id, settled=False))
 
     async def wait_for_change(self, seen: int, timeout: float) -> bool:
         """Wait until something may have been appended since `seen` (a `change_token`)."""
