@@ -8,6 +8,7 @@ import pytest
 
 from gateway_kit import EventLog, Gateway
 
+from ..waiting import settled
 from .asgi_driver import Request
 from .conftest import MakeGateway
 
@@ -144,6 +145,7 @@ def test_an_untrustworthy_cursor_gets_a_reset_then_everything(
     log: EventLog, gateway: Gateway, kind: str
 ) -> None:
     append(log, 3)
+    settled(log)  # the reset names the head readers are given
     cursor = "4" if kind == "beyond_head" else "another-epoch:2"
 
     async def main() -> None:
