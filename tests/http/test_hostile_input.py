@@ -20,6 +20,7 @@ from gateway_kit.streams.page import MAX_PAGE_LIMIT
 from gateway_kit.streams.request import MAX_SEQ
 from gateway_kit.testing import FakeGoose
 
+from ..waiting import settled
 from . import (
     JSON_TYPE,
     PREFIX,
@@ -78,6 +79,7 @@ def a_run_of(log: EventLog, stream: str = "conv") -> str:
     """A run the log knows (its first event written directly: no goose involved)."""
     run_id = str(uuid.uuid4())
     log.append(stream, "RunStarted", {"run_id": run_id, "message": "hi"}, run_id=run_id)
+    settled(log)  # readers by cursor are given it (on PostgreSQL, once older transactions end)
     return run_id
 
 
@@ -211,6 +213,7 @@ def test_a_huge_cursor_on_an_event_stream_is_a_reset_not_a_503(log_url: str) -> 
 def test_a_huge_limit_is_served_as_the_cap(log_url: str) -> None:
     async def check(gateway: Gateway, log: EventLog, fake: FakeGoose) -> None:
         log.append_many([{"stream": "conv", "type": "Note"}] * (MAX_PAGE_LIMIT + 1))
+        settled(log)
         answer = await get(
             f"{PREFIX}/streams/conv/events", f"limit={HUGE}", accept="application/json"
         )(gateway)
@@ -242,6 +245,7 @@ def test_a_small_cursor_behind_thousands_of_zeros_is_served_as_that_cursor(log_u
     async def check(gateway: Gateway, log: EventLog, fake: FakeGoose) -> None:
         run_id = a_run_of(log)
         second = log.append("conv", "Message", {"text": "second"}, run_id=run_id)
+        settled(log)
         before = writes(log)
         pages = [
             get(f"{PREFIX}/streams/conv/events", f"after={ZEROS}1", accept="application/json"),

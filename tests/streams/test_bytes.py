@@ -10,6 +10,7 @@ from typing import Any
 from gateway_kit import Event, EventLog
 from gateway_kit.log.pages import data_size
 
+from ..waiting import settled
 from .asgi_driver import Request
 from .conftest import MakeGateway
 
@@ -23,6 +24,7 @@ def fill(log: EventLog, run_id: str = "r1") -> list[Event]:
     for i, size in enumerate(SIZES):
         text = "é" * (size // 2) if i % 3 == 0 else "x" * size  # about `size` bytes either way
         events.append(log.append("conv", "Message", {"t": text}, run_id=run_id))
+    settled(log)  # readers by cursor are given them (on PostgreSQL, once older transactions end)
     return events
 
 
