@@ -22,7 +22,7 @@ from gateway_kit.log.schema import EVENTS
 from gateway_kit.runs.tables import leases
 
 from ..pg_server import PgServer
-from ..waiting import wait_until
+from ..waiting import until, wait_until
 
 T = TypeVar("T")
 
@@ -173,7 +173,7 @@ def test_another_process_commits_reach_a_tail_by_notification_after_the_restart(
     async def main() -> None:
         head = await reader.alast_seq()
         waiting = asyncio.create_task(delivered(head))
-        await asyncio.sleep(0.2)  # the listener starts; the tail waits
+        await until(reader.listening.is_set)  # the tail's first wait starts the listener
         event = await writer.aappend("conv", "Message", {"n": 1})
         assert await asyncio.wait_for(waiting, DELIVERY_BOUND) < DELIVERY_BOUND
         throwaway_pg.kill()
@@ -186,7 +186,7 @@ def test_another_process_commits_reach_a_tail_by_notification_after_the_restart(
         # And once listening again, at a notification's latency.
         latest = await reader.alast_seq()
         waiting = asyncio.create_task(delivered(latest))
-        await asyncio.sleep(0.1)
+        await until(reader.listening.is_set)
         sent = time.monotonic()
         await writer.aappend("conv", "Message", {"n": 3})
         await asyncio.wait_for(waiting, DELIVERY_BOUND)

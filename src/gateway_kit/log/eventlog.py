@@ -96,6 +96,9 @@ class EventLog:
         self._write_lock = threading.Lock()
         self._group: GroupCommit[NewEvent, Event] = GroupCommit(self._commit, self._write_lock)
         self._notifier = Notifier()
+        # Set while this process listens for other processes' commits (set again after an
+        # outage), so that a caller can wait for it rather than guess.
+        self.listening = threading.Event()
         self._commit_listeners: tuple[Callable[[int, list[Event]], None], ...] = ()
         self._closed = False
         self._engine: sa.Engine | None = None
@@ -499,6 +502,7 @@ class EventLog:
                 logger.info(WATCH_BACK)
                 notify()  # what was committed while nobody listened
             backoff.reset()
+            self.listening.set()
 
         while not self._closed:
             try:
@@ -506,6 +510,7 @@ class EventLog:
             except LogClosed:
                 return
             except Exception as exc:
+                self.listening.clear()
                 if self._closed:
                     return
                 pause = backoff.next()
