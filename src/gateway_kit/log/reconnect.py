@@ -40,6 +40,16 @@ LOST_WRITING = (
 )
 
 
+MAX_DOUBLINGS = 64  # past this a pause is at its cap anyway; keeps 2**n a small number
+
+
+def pause_after(failures: int, first: float, maximum: float, jitter: float) -> float:
+    """The pause after `failures` failures in a row (at least one): doubling from `first` up to
+    `maximum`, shortened by up to `jitter` of it at random, so that retries are not in step."""
+    doublings = min(max(failures - 1, 0), MAX_DOUBLINGS)
+    return min(first * 2.0**doublings, maximum) * (1 - jitter * _JITTER.random())
+
+
 class Backoff:
     """Pauses that double from `first` up to `maximum`, each shortened by up to `jitter`."""
 
@@ -56,9 +66,8 @@ class Backoff:
 
     def next(self) -> float:
         """The pause after one more failure in a row."""
-        delay: float = min(self.first * 2.0**self.failures, self.maximum)
-        self.failures = min(self.failures + 1, 64)
-        return delay * (1 - self.jitter * _JITTER.random())
+        self.failures = min(self.failures + 1, MAX_DOUBLINGS)
+        return pause_after(self.failures, self.first, self.maximum, self.jitter)
 
     def reset(self) -> None:
         self.failures = 0

@@ -9,10 +9,9 @@ after it.
 
 from __future__ import annotations
 
-import random
 import time
 
-MAX_DOUBLINGS = 30  # past this the pause is at its cap anyway; keeps 2**n a small number
+from ..log.reconnect import pause_after
 
 
 class Streak:
@@ -41,6 +40,4 @@ class Streak:
     def pause(self) -> float:
         """The pause before the next connection: doubling with each failure, capped, and half
         of it random, so the pumps of every session cut by one goose do not come back at once."""
-        doublings = min(max(self.count - 1, 0), MAX_DOUBLINGS)
-        ceiling = min(self.cap, self.base * 2.0**doublings)
-        return ceiling / 2 + random.random() * ceiling / 2
+        return pause_after(self.count, self.base, self.cap, jitter=0.5)
