@@ -9,6 +9,7 @@ import asyncio
 import logging
 import threading
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -100,6 +101,31 @@ def test_a_guard_that_vetoes_once_gets_one_follow_up_naming_the_missing_item(
         assert shown["terminal_seq"] == events[-1].seq
         # The guard was asked after each goose Finish, the second time with both turns.
         assert len(guard.calls) == 2 and guard.calls[1].count("UpstreamFinish") == 2
+
+    asyncio.run(main())
+
+
+def test_an_upstream_failure_of_a_replaced_attempt_does_not_end_the_run(log_url: str) -> None:
+    """The pump may find the first request lost (goose no longer lists it) just as a guard's
+    follow-up replaces it: that failure is about a request nobody waits for any more."""
+    guard = VetoOnce()
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        release = asyncio.Event()
+        async with gateway_client(log_url, fake, plugins=[guard]) as (client, gateway, _):
+            bound_session(fake, gateway, Turn().text("a"), Turn().pause(release).text("b"))
+            run_id = await start_run(client, "go")
+            await until(lambda: len(fake.reply_calls) == 2)  # the follow-up went to goose
+            following = gateway.pumps.store.get(run_id)  # type: ignore[union-attr]
+            assert following is not None and following.attempt == 2
+            first = replace(
+                following, attempt=1, upstream_request_id=fake.reply_calls[0].request_id
+            )
+            await gateway.lifecycle.upstream_failed(first, "goose no longer knows it")  # type: ignore[union-attr]
+            assert (await client.get(f"/gateway/runs/{run_id}")).json()["status"] == "active"
+            release.set()
+            await wait_status(client, run_id, "finished")
 
     asyncio.run(main())
 

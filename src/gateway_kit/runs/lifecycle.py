@@ -62,6 +62,7 @@ from .usage import COUNTED, run_usage
 logger = logging.getLogger("gateway_kit.runs")
 
 READ_BATCH = 1000
+STALE_FAILURE = "run %s: request %s was already replaced when it failed upstream: %s"
 GUARD_FAILED_WARNING = "run %s: finish guards still vetoed after %d follow-up(s): %s"
 FOLLOW_UP_PROMPT = "Your previous answer is not complete yet: {reasons}."
 MISSING_LINE = "Still missing:\n{items}"
@@ -171,11 +172,17 @@ class RunLifecycle:
                 await self._errored(current, str(event.data.get("error", "")))
 
     async def upstream_failed(self, run: Run, error: str) -> None:
-        """The run's current request failed upstream without an `Error` event of goose's."""
+        """`run`'s request failed upstream without an `Error` event of goose's. `run` is as the
+        reporter last read it: a failure of an attempt that a newer one has replaced since (a
+        follow-up or a recovery decided meanwhile) is about a request nobody waits for."""
         async with self._lock(run.run_id):
             current = await asyncio.to_thread(self.store.get, run.run_id)
-            if current is not None and current.active:
-                await self._errored(current, error)
+            if current is None or not current.active:
+                return
+            if current.upstream_request_id != run.upstream_request_id:
+                logger.info(STALE_FAILURE, run.run_id, run.upstream_request_id, error)
+                return
+            await self._errored(current, error)
 
     async def resume(self, run: Run) -> bool:
         """A pump starts on the run's session: finish a decision a stopped process left; True
