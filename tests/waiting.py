@@ -9,9 +9,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from gateway_kit import EventLog
+from gateway_kit import Event, EventLog
 
 T = TypeVar("T")
 
@@ -50,6 +50,32 @@ async def until(
         if time.monotonic() > deadline:
             raise AssertionError(failure())
         await asyncio.sleep(interval)
+
+
+class Reads:
+    """The reads `log.aread` answers from now on, as they return: a test waits for a tail to
+    have looked and found nothing (it then waits for a wake-up) instead of sleeping."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.answers: list[tuple[bool, list[Event]]] = []  # (settled, the events given)
+        read = log.aread
+
+        async def reading(*args: Any, **kwargs: Any) -> list[Event]:
+            events = await read(*args, **kwargs)
+            self.answers.append((kwargs.get("settled", True), events))
+            return events
+
+        log.aread = reading  # type: ignore[method-assign]
+
+    async def found_nothing(self, since: int = 0, timeout: float = 10.0) -> None:
+        """Until a reader by cursor, among the reads after the first `since`, was given
+        nothing."""
+        await until(
+            lambda: any(settled and not events for settled, events in self.answers[since:]),
+            timeout,
+            interval=0.005,
+            failure=lambda: f"no read found nothing in time; reads: {self.answers[since:]}",
+        )
 
 
 def answered_while_another_writes(

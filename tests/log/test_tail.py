@@ -14,7 +14,7 @@ from gateway_kit import Event, EventLog
 from gateway_kit.log import postgres
 from gateway_kit.log.schema import NOTIFY_CHANNEL
 
-from ..waiting import wait_until
+from ..waiting import Reads, wait_until
 
 APPEND_SCRIPT = """
 import sys
@@ -70,8 +70,9 @@ def test_tail_resumes_after_cursor_and_filters_stream(log: EventLog) -> None:
     log.append("b", "T", {"i": 99})
 
     async def main() -> list[Event]:
+        reads = Reads(log)
         task = asyncio.create_task(collect(log, 3, timeout=10, after=a[2].seq, stream="a"))
-        await asyncio.sleep(0.05)
+        await reads.found_nothing()  # replayed a's events after the cursor, and waits
         await log.aappend("b", "T", {"i": 100})
         await log.aappend("a", "T", {"i": 5})
         return await task
@@ -87,8 +88,9 @@ def test_an_in_process_append_wakes_an_idle_tail(log_url: str) -> None:
     with EventLog(log_url, idle_recheck=NO_RECHECK) as event_log:
 
         async def main() -> list[Event]:
+            reads = Reads(event_log)
             task = asyncio.create_task(collect(event_log, 1, timeout=20))
-            await asyncio.sleep(0.1)  # the tail is idle now, waiting for a notification
+            await reads.found_nothing()  # the tail is idle now, waiting for a notification
             await event_log.aappend("s", "T")
             return await task
 
@@ -100,8 +102,9 @@ def test_appends_of_another_process_wake_an_idle_tail(log_url: str) -> None:
     with EventLog(log_url, idle_recheck=NO_RECHECK) as event_log:
 
         async def main() -> list[Event]:
+            reads = Reads(event_log)
             task = asyncio.create_task(collect(event_log, 20, timeout=20, stream="x"))
-            await asyncio.sleep(0.1)
+            await reads.found_nothing()  # idle: only a wake-up can bring the other's events
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", APPEND_SCRIPT, event_log.url, "x", "20"
             )
@@ -117,8 +120,9 @@ def test_a_lost_notification_is_made_up_by_the_idle_recheck(log_url: str) -> Non
         event_log._start_watcher = lambda: None  # type: ignore[method-assign]
 
         async def main() -> list[Event]:
+            reads = Reads(event_log)
             task = asyncio.create_task(collect(event_log, 1, timeout=10))
-            await asyncio.sleep(0.1)
+            await reads.found_nothing()
             # written behind the log's back: no notification reaches the tail
             other = EventLog(log_url)
             other._backend.insert(  # type: ignore[attr-defined]
@@ -156,8 +160,9 @@ def test_closing_the_log_ends_idle_tails(log_url: str) -> None:
     event_log = EventLog(log_url)
 
     async def main() -> BaseException | None:
+        reads = Reads(event_log)
         task = asyncio.create_task(collect(event_log, 1, timeout=10))
-        await asyncio.sleep(0.1)
+        await reads.found_nothing()  # the tail waits for a wake-up when the log closes
         event_log.close()
         try:
             await task
@@ -223,11 +228,14 @@ def test_a_tail_woken_while_an_older_transaction_runs_gets_the_event_once_it_end
         try:
 
             async def main() -> list[Event]:
+                reads = Reads(event_log)
                 task = asyncio.create_task(collect(event_log, 1, timeout=20))
-                await asyncio.sleep(0.1)  # the tail is idle now, waiting for a notification
+                await reads.found_nothing()  # the tail is idle now, waiting for a notification
                 older.execute("SELECT pg_current_xact_id()")
+                before = len(reads.answers)
                 written = await event_log.aappend("s", "HeldBack")
-                await asyncio.sleep(0.3)  # the tail was woken and found nothing it may read
+                # the tail was woken and found nothing it may read
+                await reads.found_nothing(since=before)
                 assert await event_log.aread(settled=False) == [written]
                 older.rollback()
                 return await task
