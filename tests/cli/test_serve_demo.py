@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import re
 import signal
@@ -30,6 +31,7 @@ STOP_TIMEOUT = 20.0
 CTRL_C_TIMEOUT = 10.0  # far more than a clean stop takes; an open stream blocking it takes ever
 # Longer than any silence on a run stream: a run goose lost is ended after a grace period.
 STREAM_TIMEOUT = 60.0
+PORT_8000_TURNS = "/tmp/gateway-kit-tests-port-8000.lock"
 BANNER_END = "Ctrl-C stops the demo"
 URL = re.compile(r"http://[^\s'\"]+")
 
@@ -213,6 +215,10 @@ def test_the_demo_needs_a_login_unless_anonymous_and_says_so(tmp_path: Path) -> 
 
 def test_demo_serves_on_a_free_port_when_8000_is_taken(tmp_path: Path) -> None:
     with contextlib.ExitStack() as stack:
+        # Another copy of the suite on this machine would free 8000 in the middle of this
+        # test: the two take turns on it.
+        turn = stack.enter_context(open(PORT_8000_TURNS, "w"))
+        fcntl.flock(turn, fcntl.LOCK_EX)
         blocker = stack.enter_context(socket.socket())
         try:
             blocker.bind(("127.0.0.1", 8000))
