@@ -16,9 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway_kit import Principal, hookimpl
-from gateway_kit.access import StreamOwners
-from gateway_kit.access.owners import CLAIMING, UNOWNED_WRITES
 from gateway_kit.hooks import PluginContext
+from gateway_kit.identity.owners import CLAIMING, UNOWNED_WRITES, StreamOwners
 
 
 class DefaultAuthorization:

@@ -6,7 +6,7 @@ this plugin's settings (``Gateway(plugin_config={"flask_session_identity": {...}
 of `FlaskSessionSettings`). The principal's CSRF token is the session's, which unsafe requests
 to the gateway must send back. A request that carries an ``Authorization`` header is left to the
 resolvers of that header, and a login that was logged out is refused (checked from memory,
-`gateway_kit.access.credentials`: `DatabaseUnavailable` when that could not be read for too long).
+`gateway_kit.identity.credentials`: `DatabaseUnavailable` when that could not be read for too long).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway_kit import Principal, hookimpl
-from gateway_kit.access.logins import EndedLogins
 from gateway_kit.hooks import PluginContext
-from gateway_kit.identity import FlaskSessionReader, FlaskSessionSettings
-from gateway_kit.principal import COOKIE_METHOD
+from gateway_kit.identity.flask_session import FlaskSessionReader, FlaskSessionSettings
+from gateway_kit.identity.logins import EndedLogins
+from gateway_kit.identity.principal import COOKIE_METHOD
 from gateway_kit.types import Scope
 
 

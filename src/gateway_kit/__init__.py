@@ -1,6 +1,8 @@
 """gateway_kit: one durable event log behind every client of an AI-agent chat server."""
 
-from .access import StreamOwners
+from .app_runs.owned import OwnedRun, owned_run
+from .app_runs.sweeper import OwnedRunSweeper
+from .app_runs.sweeping import SweepOwnedRuns
 from .exceptions import (
     DatabaseUnavailable,
     EventLogError,
@@ -29,19 +31,17 @@ from .hooks import GuardVeto, PluginContext, Plugins, RecoveryPlan, hookimpl
 from .http.fallback import PrefixNotFound
 from .http.middleware import Middleware
 from .http.mount import Mount
-from .identity import IdentityMiddleware
+from .identity.middleware import IdentityMiddleware
+from .identity.owners import StreamOwners
+from .identity.principal import ANONYMOUS, Principal
+from .identity.ticket_routes import TicketRoutes
 from .log import Event, EventLog
-from .principal import ANONYMOUS, Principal
 from .runs import Run, RunStatus
 from .runs.lifecycle import LifecycleSettings
-from .runs.owned import OwnedRun, owned_run
 from .runs.routes import RunRoutes
-from .runs.sweeper import OwnedRunSweeper
-from .runs.sweeping import SweepOwnedRuns
 from .settings import GatewaySettings
 from .sockets import PresenceRoutes, SocketServer
 from .streams import LegacyTaskPoll, StreamRoutes
-from .tickets import TicketRoutes
 from .upstream import GooseUpstream
 from .upstream.pump import PumpSettings
 from .wrapped import WrappedApp

@@ -11,22 +11,24 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .access.credentials import credentials_of
-from .access.logins import EndedLogins
-from .access.tickets import SocketTickets
+from .app_runs.sweeper import OwnedRunSweeper
+from .app_runs.sweeping import SweepOwnedRuns
 from .hooks import PluginContext, Plugins
 from .http.fallback import PrefixNotFound
 from .http.middleware import Middleware
 from .http.mount import Mount
 from .http.unavailable import DatabaseUnavailableAnswer
-from .identity import FlaskSessionReader, IdentityMiddleware
+from .identity.credentials import credentials_of
+from .identity.flask_session import FlaskSessionReader
+from .identity.logins import EndedLogins
+from .identity.middleware import IdentityMiddleware
+from .identity.ticket_routes import TicketRoutes
+from .identity.tickets import SocketTickets
 from .log import EventLog
 from .runs.lifecycle import LifecycleSettings, RunLifecycle, with_limits
 from .runs.routes import RunRoutes
 from .runs.service import RunService
 from .runs.store import RunStore
-from .runs.sweeper import OwnedRunSweeper
-from .runs.sweeping import SweepOwnedRuns
 from .settings import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
@@ -53,7 +55,6 @@ from .settings import (
 from .sockets import PresenceRoutes, SocketServer
 from .sockets.server import DEFAULT_REDIS_CHANNEL
 from .streams import LegacyTaskPoll, StreamOptions, StreamRoutes, StreamService
-from .tickets import TicketRoutes
 from .types import ASGIApp, Receive, Scope, Send
 from .upstream.goose import GooseUpstream
 from .upstream.pump import PumpSettings

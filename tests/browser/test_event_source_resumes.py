@@ -27,7 +27,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from gateway_kit import EventLog
-from gateway_kit.access import ApiTokens
+from gateway_kit.identity.tokens import ApiTokens
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

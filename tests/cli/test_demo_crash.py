@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from gateway_kit.runs.sweeper import OWNER_STOPPED_ERROR
+from gateway_kit.app_runs.sweeper import OWNER_STOPPED_ERROR
 
 from .test_serve_demo import (
     EXE,

@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from gateway_kit import EventLog
-from gateway_kit.access import StreamOwners
 from gateway_kit.cli import main
 from gateway_kit.demo.goose import TOOL_NAME
+from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.upstream.pump import LOST_RUN_ERROR
 
 EXE = [sys.executable, "-m", "gateway_kit.cli"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gateway_kit import EventLog
-from gateway_kit.access import StreamOwners
 from gateway_kit.cli import main
+from gateway_kit.identity.owners import StreamOwners
 
 
 def test_streams_owner_gives_a_stream_written_with_no_owner_to_its_user(

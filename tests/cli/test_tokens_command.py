@@ -8,8 +8,8 @@ import json
 import pytest
 
 from gateway_kit import EventLog
-from gateway_kit.access import ApiTokens, TokenKind
 from gateway_kit.cli import main
+from gateway_kit.identity.tokens import ApiTokens, TokenKind
 
 
 def test_tokens_create_quiet_prints_the_token_alone(

@@ -24,7 +24,7 @@ from gateway_kit.demo.agent import FAILURE, reply_chunks
 from gateway_kit.log.postgres import conninfo
 
 from ..conftest import PG_URL
-from ..runs.owned_helpers import lease_count
+from ..app_runs.owned_helpers import lease_count
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_legacy"
 CONVERSATION = "conv-legacy"

@@ -14,7 +14,7 @@ import socketio
 from a2wsgi import WSGIMiddleware
 
 from gateway_kit import EventLog, Gateway
-from gateway_kit.access import ApiTokens
+from gateway_kit.identity.tokens import ApiTokens
 
 from ..identity.helpers import USERS, flask_app
 from ..serving import serve_in_thread

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from gateway_kit import EventLog, Gateway, Principal, hookimpl
-from gateway_kit.access import StreamOwners
 from gateway_kit.hooks import manager
 from gateway_kit.hooks.threads import HookThreads
+from gateway_kit.identity.owners import StreamOwners
 
 from ..waiting import until
 from .plugins_for_tests import plugin

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_kit import Gateway
-from gateway_kit.access import ApiTokens, StreamOwners
 from gateway_kit.http.errors import DATABASE_UNAVAILABLE
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.log.reconnect import GATE_MAX
 from gateway_kit.settings import DEFAULT_LEGACY_TASKS_PATH
 from gateway_kit.testing import FakeGoose

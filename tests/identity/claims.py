@@ -14,8 +14,8 @@ import respx
 import sqlalchemy as sa
 
 from gateway_kit import EventLog, Gateway, GooseUpstream
-from gateway_kit.access import ApiTokens
-from gateway_kit.access.tables import STREAM_OWNERS
+from gateway_kit.identity.tables import STREAM_OWNERS
+from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose
 
 from ..http import JSON_TYPE, Answer, Call, get, goose_calls, writes

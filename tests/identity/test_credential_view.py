@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_kit import EventLog, Gateway
-from gateway_kit.access import ApiTokens
-from gateway_kit.access.credentials import CredentialView
-from gateway_kit.access.logins import EndedLogins
-from gateway_kit.access.tables import REVOKED_LOGINS, api_tokens, revoked_logins
 from gateway_kit.exceptions import DatabaseUnavailable
+from gateway_kit.identity.credentials import CredentialView
+from gateway_kit.identity.logins import EndedLogins
+from gateway_kit.identity.tables import REVOKED_LOGINS, api_tokens, revoked_logins
+from gateway_kit.identity.tokens import ApiTokens
 
 from ..waiting import wait_until
 from .helpers import flask_app, signed_cookie, with_clients

@@ -10,7 +10,7 @@ import pytest
 from gateway_kit_plugins.flask_session_identity import FlaskSessionIdentity
 
 from gateway_kit import EventLog, Gateway
-from gateway_kit.access import StreamOwners
+from gateway_kit.identity.owners import StreamOwners
 
 from .helpers import (
     OLD_SECRET,

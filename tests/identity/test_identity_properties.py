@@ -32,8 +32,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_kit import EventLog
-from gateway_kit.access import ApiTokens, StreamOwners, TokenKind
-from gateway_kit.access.tables import API_TOKENS, SOCKET_TICKETS, STREAM_OWNERS
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.tables import API_TOKENS, SOCKET_TICKETS, STREAM_OWNERS
+from gateway_kit.identity.tokens import ApiTokens, TokenKind
 from gateway_kit.testing import FakeGoose
 
 from ..http import (

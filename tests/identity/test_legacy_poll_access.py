@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from gateway_kit import EventLog
-from gateway_kit.access import StreamOwners
+from gateway_kit.identity.owners import StreamOwners
 
 from ..waiting import until
 from .helpers import assert_error, log_in, strict_gateway, with_clients

@@ -17,7 +17,8 @@ import sqlalchemy as sa
 from flask import Flask, jsonify, session
 
 from gateway_kit import EventLog, Gateway, Principal, hookimpl
-from gateway_kit.access import ApiTokens, StreamOwners
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.tokens import ApiTokens
 
 from ..waiting import wait_until
 from .helpers import BASE, SECRET, assert_error, strict_gateway, with_clients

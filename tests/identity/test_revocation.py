@@ -10,7 +10,8 @@ import time
 import httpx
 
 from gateway_kit import EventLog
-from gateway_kit.access import ApiTokens, StreamOwners
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.tokens import ApiTokens
 
 from ..streams.asgi_driver import Request
 from ..waiting import until

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from gateway_kit.access import ApiTokens
+from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose, Turn
 
 from ..http import running_gateway

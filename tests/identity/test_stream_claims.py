@@ -15,8 +15,7 @@ import uuid
 import pytest
 
 from gateway_kit import EventLog, Principal, hookimpl, owned_run
-from gateway_kit.access import StreamOwners
-from gateway_kit.access.owners import UNOWNED_WRITE, StreamTaken
+from gateway_kit.identity.owners import UNOWNED_WRITE, StreamOwners, StreamTaken
 from gateway_kit.runs.model import Run, RunStatus
 from gateway_kit.runs.store import RunStore
 

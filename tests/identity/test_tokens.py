@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 
 from gateway_kit import EventLog
-from gateway_kit.access import ApiTokens, StreamOwners, TokenKind
-from gateway_kit.access.tables import api_tokens
-from gateway_kit.access.tokens import LIVE_BATCH
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.tables import api_tokens
+from gateway_kit.identity.tokens import LIVE_BATCH, ApiTokens, TokenKind
 
 from ..waiting import answered_while_another_writes, wait_until
 from .helpers import assert_error, strict_gateway, with_clients

@@ -15,11 +15,11 @@ import pytest
 import sqlalchemy as sa
 
 from gateway_kit import EventLog
+from gateway_kit.coordination.tables import leases
 from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.log.postgres import conninfo
 from gateway_kit.log.reconnect import GATE_MAX
 from gateway_kit.log.schema import EVENTS
-from gateway_kit.runs.tables import leases
 
 from ..pg_server import PgServer
 from ..waiting import until, wait_until

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from gateway_kit import RunConflict, RunStatus
-from gateway_kit.access import StreamOwners
+from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.testing import Turn
 
 from ..upstream.harness import STREAM, harness

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 import sqlalchemy as sa
 
 from gateway_kit import EventLog
-from gateway_kit.access.tables import socket_connections, socket_subscriptions
+from gateway_kit.coordination.tables import leases
 from gateway_kit.principal import Principal
-from gateway_kit.runs.tables import leases
 from gateway_kit.sockets.presence import LEASE_PREFIX, Presence
+from gateway_kit.sockets.tables import socket_connections, socket_subscriptions
 
 from ..waiting import answered_while_another_writes
 

@@ -13,7 +13,8 @@ import httpx
 import redis
 
 from gateway_kit import EventLog
-from gateway_kit.access import ApiTokens, StreamOwners
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.tokens import ApiTokens
 
 from ..processes import gateway_process
 from ..waiting import until

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from gateway_kit import EventLog, Gateway
-from gateway_kit.access import ApiTokens, StreamOwners
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.sockets.server import SocketServer
 
 from ..identity.helpers import flask_app

@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_kit import EventLog, Gateway
-from gateway_kit.access import ApiTokens, StreamOwners
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.tokens import ApiTokens
 
 from ..identity.helpers import flask_app
 from ..serving import serve_in_thread

@@ -17,9 +17,10 @@ import pytest
 import socketio
 
 from gateway_kit import EventLog, Gateway
-from gateway_kit.access import ApiTokens, StreamOwners
-from gateway_kit.access.secrets import digest
-from gateway_kit.access.tables import socket_tickets
+from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.identity.secrets import digest
+from gateway_kit.identity.tables import socket_tickets
+from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.log.postgres import conninfo
 
 from ..conftest import PG_URL

@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from gateway_kit import EventLog, Gateway, Principal
-from gateway_kit.access import ApiTokens
-from gateway_kit.access.tables import socket_tickets
-from gateway_kit.access.tickets import RateLimited, SocketTickets
+from gateway_kit.identity.tables import socket_tickets
+from gateway_kit.identity.tickets import RateLimited, SocketTickets
+from gateway_kit.identity.tokens import ApiTokens
 
 from ..identity.helpers import assert_error, flask_app, log_in, with_clients
 
@@ -60,7 +60,7 @@ def test_the_rate_counts_tickets_long_expired_within_a_long_window(
     log: EventLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = [1_000_000.0]
-    monkeypatch.setattr("gateway_kit.access.tickets.time.time", lambda: clock[0])
+    monkeypatch.setattr("gateway_kit.identity.tickets.time.time", lambda: clock[0])
     tickets = SocketTickets(log, ttl=1, rate=2, rate_window=3600)
     tickets.issue(ALICE)
     tickets.issue(ALICE)

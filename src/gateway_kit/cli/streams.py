@@ -14,9 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..access import StreamOwners
-from ..access.owners import StreamOwnedByOther
 from ..exceptions import InvalidCredential, InvalidEvent
+from ..identity.owners import StreamOwnedByOther, StreamOwners
 from ..log import EventLog
 
 SET = "stream {stream!r} is owned by {user!r} (before: {before})"

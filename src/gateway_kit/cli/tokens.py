@@ -16,8 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..access import ApiToken, ApiTokens, TokenKind
 from ..exceptions import InvalidCredential
+from ..identity.tokens import ApiToken, ApiTokens, TokenKind
 from ..log import EventLog
 from .table import print_rows
 

@@ -40,11 +40,11 @@ import socketio
 from flask import Flask, Response, jsonify, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
+from ..app_runs.owned import DEFAULT_LEASE_TTL
 from ..exceptions import DatabaseUnavailable, InvalidCredential, InvalidEvent, LogClosed, RunError
 from ..http.errors import DATABASE_UNAVAILABLE
 from ..http.unavailable import DATABASE_UNAVAILABLE_MESSAGE, RETRY_AFTER_SECONDS
-from ..principal import PRINCIPAL_KEY, Principal
-from ..runs.owned import DEFAULT_LEASE_TTL
+from ..identity.principal import PRINCIPAL_KEY, Principal
 from .agent import new_message_id, run_turn
 from .conversations import may_write
 from .legacy_sockets import LEGACY_SOCKETIO_PATH, LegacySocketTokens, legacy_socketio

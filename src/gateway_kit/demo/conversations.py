@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..access import StreamOwners
+from ..identity.owners import StreamOwners
 from ..log import EventLog
 
 

@@ -19,8 +19,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..app_runs.owned import DEFAULT_LEASE_TTL, owned_run
 from ..log import EventLog
-from ..runs.owned import DEFAULT_LEASE_TTL, owned_run
 
 MAX_EVENTS = 20_000  # the legacy deque's capacity
 RUNNING = "running"

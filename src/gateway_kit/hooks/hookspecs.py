@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from .markers import hookspec
 
 if TYPE_CHECKING:
+    from ..identity.principal import Principal
     from ..log.event import Event
-    from ..principal import Principal
     from ..types import Scope
     from .context import PluginContext
     from .results import GuardVeto, RecoveryPlan

@@ -19,7 +19,7 @@ import pluggy
 
 from ..exceptions import PluginError
 from ..http.errors import FORBIDDEN, HTTPError
-from ..principal import Principal
+from ..identity.principal import Principal
 from ..settings import DEFAULT_PLUGIN_HUNG_LIMIT, DEFAULT_PLUGIN_TIMEOUT
 from ..types import Scope
 from . import hookspecs

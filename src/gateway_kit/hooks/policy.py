@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import DatabaseUnavailable, PluginError
-from ..principal import Principal
+from ..identity.principal import Principal
 from .results import GuardVeto, RecoveryPlan
 
 logger = logging.getLogger("gateway_kit.plugins")

@@ -1,6 +1,7 @@
-"""Identity: who each request is from, resolved once, before any route and the wrapped app."""
+"""Identity: who each request is from, and what each credential may do.
 
-from .flask_session import FlaskLogin, FlaskSessionReader, FlaskSessionSettings
-from .middleware import IdentityMiddleware
-
-__all__ = ["FlaskLogin", "FlaskSessionReader", "FlaskSessionSettings", "IdentityMiddleware"]
+The principal and its resolution (`principal`, `middleware`, `flask_session`, `logout`), the
+credentials behind it (`tokens`, `logins`, `credentials`), who owns each stream (`owners`), and
+one-time Socket.IO tickets (`tickets`, `ticket_routes`). Importing this package imports none of
+them: the principal sits low in the layers, the middleware above the hooks.
+"""

@@ -16,9 +16,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from ..coordination.periodic import Periodic
 from ..hooks import Plugins
 from ..hooks.policy import HookFailed
-from .periodic import Periodic
 from .store import RunStore
 
 logger = logging.getLogger("gateway_kit.runs")

@@ -21,10 +21,10 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..coordination.periodic import Periodic
 from ..log import Event
 from .events import CANCEL_REQUESTED, ERROR, FINISH
 from .model import Run, RunStatus
-from .periodic import Periodic
 
 if TYPE_CHECKING:
     from .lifecycle import LifecycleSettings, RunLifecycle

@@ -25,9 +25,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ..access import StreamOwners
-from ..access.owners import CLAIMING
-from ..access.tokens import check_user_id
 from ..exceptions import (
     InvalidCredential,
     InvalidEvent,
@@ -44,6 +41,8 @@ from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
 from ..http.lifespan import observe_lifespan
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
+from ..identity.owners import CLAIMING, StreamOwners
+from ..identity.tokens import check_user_id
 from ..settings import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,

@@ -8,7 +8,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-from ..access.owners import StreamTaken
 from ..exceptions import (
     InvalidEvent,
     RunConflict,
@@ -17,6 +16,7 @@ from ..exceptions import (
     UpstreamError,
     UpstreamTimeout,
 )
+from ..identity.owners import StreamTaken
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_WORKING_DIR

@@ -8,8 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..access.owners import claim
 from ..exceptions import RecoveryUsed, RunConflict
+from ..identity.owners import claim
 from ..log import EventLog
 from ..log.transaction import Transaction
 from .model import Attempt, AttemptKind, Bill, Run, RunStatus, SessionBinding

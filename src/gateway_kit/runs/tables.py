@@ -6,7 +6,6 @@ import sqlalchemy as sa
 
 SESSIONS = "gateway_kit_sessions"
 RUNS = "gateway_kit_runs"
-LEASES = "gateway_kit_leases"
 ATTEMPTS = "gateway_kit_run_attempts"
 BILLS = "gateway_kit_bills"
 
@@ -34,15 +33,6 @@ runs = sa.Table(
     sa.Column("message", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("finished_at", sa.Float),
-)
-
-leases = sa.Table(
-    LEASES,
-    metadata,
-    sa.Column("name", sa.Text, primary_key=True),
-    sa.Column("holder", sa.Text, nullable=False),
-    sa.Column("token", sa.BigInteger, nullable=False),
-    sa.Column("expires_at", sa.Float, nullable=False),
 )
 
 attempts = sa.Table(

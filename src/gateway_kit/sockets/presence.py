@@ -17,11 +17,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..access.tables import socket_connections, socket_subscriptions
+from ..coordination.leases import Lease
+from ..coordination.tables import leases
+from ..identity.principal import Principal
 from ..log import EventLog
-from ..principal import Principal
-from ..runs.lease import Lease
-from ..runs.tables import leases
+from .tables import socket_connections, socket_subscriptions
 
 LEASE_PREFIX = "socket-process:"
 DEFAULT_TTL = 10.0

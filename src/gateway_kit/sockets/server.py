@@ -39,17 +39,17 @@ from typing import Any
 
 import socketio
 
-from ..access.credentials import CredentialView, credentials_of
-from ..access.logins import EndedLogins
-from ..access.tickets import SocketTickets
+from ..coordination.periodic import Periodic
 from ..exceptions import DatabaseUnavailable, InvalidEvent
 from ..hooks import Plugins
 from ..hooks.manager import NOT_YOURS
 from ..http.errors import DATABASE_UNAVAILABLE, FORBIDDEN, HTTPError
+from ..identity.credentials import CredentialView, credentials_of
+from ..identity.logins import EndedLogins
+from ..identity.principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
+from ..identity.tickets import SocketTickets
 from ..log import EventLog
 from ..log.event import MAX_SEQ, check_name
-from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
-from ..runs.periodic import Periodic
 from ..settings import DEFAULT_MAX_PAGE_BYTES, DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
 from ..streams.request import Cursor, parse_cursor
 from ..streams.service import StreamService

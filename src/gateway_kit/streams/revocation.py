@@ -14,8 +14,8 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from ..access.credentials import CredentialView
-from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal
+from ..identity.credentials import CredentialView
+from ..identity.principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal
 from .fanout import Subscription
 
 STOP_REVOKED = "revoked"

@@ -34,6 +34,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from ..coordination.leases import Lease
 from ..exceptions import (
     UpstreamError,
     UpstreamHTTPError,
@@ -42,7 +43,6 @@ from ..exceptions import (
 )
 from ..log import Event, EventLog
 from ..runs.ending import terminal_event
-from ..runs.lease import Lease
 from ..runs.lifecycle import RunLifecycle
 from ..runs.model import Run, SessionBinding
 from ..runs.store import RunStore, lifetime_head

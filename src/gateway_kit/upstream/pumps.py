@@ -21,12 +21,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..coordination.leases import Lease
+from ..coordination.periodic import Periodic
 from ..exceptions import DatabaseUnavailable
 from ..log import EventLog
 from ..log.reconnect import Backoff
-from ..runs.lease import Lease
 from ..runs.lifecycle import RunLifecycle
-from ..runs.periodic import Periodic
 from ..runs.store import RunStore
 from ..settings import DEFAULT_PUMP_SCAN_INTERVAL
 from .goose import GooseUpstream

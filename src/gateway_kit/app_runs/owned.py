@@ -29,15 +29,14 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from ..access import StreamOwners
-from ..access.owners import UNOWNED_WRITES
-from ..access.tokens import check_user_id
+from ..coordination.leases import Lease
 from ..exceptions import LogClosed, RunConflict, RunError
+from ..identity.owners import UNOWNED_WRITES, StreamOwners
+from ..identity.tokens import check_user_id
 from ..log import Event, EventLog
 from ..log.event import TERMINAL_TYPES
 from ..log.transaction import Transaction
-from .events import ERROR, FINISH
-from .lease import Lease
+from ..runs.events import ERROR, FINISH
 
 logger = logging.getLogger("gateway_kit.runs")
 

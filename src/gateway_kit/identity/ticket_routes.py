@@ -19,12 +19,12 @@ import asyncio
 import hmac
 import math
 
-from ..access.tickets import RateLimited, SocketTickets
 from ..http.errors import HTTPError, send_json
 from ..http.request import Request, relative_path
 from ..http.routing import Route, Router
 from ..settings import DEFAULT_LEGACY_SOCKET_TOKEN_PATH, DEFAULT_PREFIX
 from ..types import ASGIApp, Receive, Scope, Send
+from .tickets import RateLimited, SocketTickets
 
 RATE_LIMITED = "rate_limited"
 CSRF_FAILED = "csrf_failed"

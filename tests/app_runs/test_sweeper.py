@@ -10,8 +10,8 @@ import httpx
 from flask import Flask
 
 from gateway_kit import EventLog, Gateway, OwnedRunSweeper, SweepOwnedRuns, owned_run
-from gateway_kit.runs.lease import Lease
-from gateway_kit.runs.sweeper import OWNER_STOPPED_ERROR
+from gateway_kit.app_runs.sweeper import OWNER_STOPPED_ERROR
+from gateway_kit.coordination.leases import Lease
 from gateway_kit.types import Message, Receive, Scope, Send
 
 from ..waiting import answered_while_another_writes, until

@@ -1,6 +1,6 @@
 """`OwnedRunSweeper`: ends the owned runs whose process stopped.
 
-An owned run (`gateway_kit.runs.owned`) holds a lease while its process writes it. A lease that
+An owned run (`gateway_kit.app_runs.owned`) holds a lease while its process writes it. A lease that
 expired unrenewed means that process is gone: the sweeper ends the run with an `Error` saying
 so, in one transaction with deleting the lease, and only if the lease is still the expired one
 it saw. So a writer that renewed in between keeps its run, and of several sweepers racing
@@ -17,13 +17,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ..coordination.periodic import Periodic
+from ..coordination.tables import leases
 from ..log import Event, EventLog
 from ..log.transaction import Transaction
+from ..runs.events import ERROR
 from ..settings import DEFAULT_OWNED_RUN_SWEEP_INTERVAL
-from .events import ERROR
 from .owned import LEASE_PREFIX, owned_run_of
-from .periodic import Periodic
-from .tables import leases
 
 logger = logging.getLogger("gateway_kit.runs")
 

@@ -1,4 +1,5 @@
-"""Table objects for the access rows (made by migrations 0008 and 0010)."""
+"""Table objects for the identity rows: API tokens, stream owners, socket tickets and ended
+logins (made by migrations 0008 and 0010)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ API_TOKENS = "gateway_kit_api_tokens"
 STREAM_OWNERS = "gateway_kit_stream_owners"
 SOCKET_TICKETS = "gateway_kit_socket_tickets"
 REVOKED_LOGINS = "gateway_kit_revoked_logins"
-SOCKET_CONNECTIONS = "gateway_kit_socket_connections"
-SOCKET_SUBSCRIPTIONS = "gateway_kit_socket_subscriptions"
 
 metadata = sa.MetaData()
 
@@ -55,23 +54,4 @@ revoked_logins = sa.Table(
     sa.Column("user_id", sa.Text, nullable=False),
     sa.Column("revoked_at", sa.Float, nullable=False),
     sa.Column("change", sa.BigInteger),
-)
-
-socket_connections = sa.Table(
-    SOCKET_CONNECTIONS,
-    metadata,
-    sa.Column("connection_id", sa.Text, primary_key=True),
-    sa.Column("process_id", sa.Text, nullable=False),
-    sa.Column("user_id", sa.Text, nullable=False),
-    sa.Column("method", sa.Text, nullable=False),
-    sa.Column("credential_id", sa.Text),
-    sa.Column("connected_at", sa.Float, nullable=False),
-)
-
-socket_subscriptions = sa.Table(
-    SOCKET_SUBSCRIPTIONS,
-    metadata,
-    sa.Column("connection_id", sa.Text, primary_key=True),
-    sa.Column("stream", sa.Text, primary_key=True),
-    sa.Column("subscribed_at", sa.Float, nullable=False),
 )

@@ -25,10 +25,10 @@ from gateway_kit import (
     RunError,
     owned_run,
 )
-from gateway_kit.access import StreamOwners
-from gateway_kit.runs import lease as lease_module
-from gateway_kit.runs import owned as owned_module
-from gateway_kit.runs import sweeper as sweeper_module
+from gateway_kit.app_runs import owned as owned_module
+from gateway_kit.app_runs import sweeper as sweeper_module
+from gateway_kit.coordination import leases as lease_module
+from gateway_kit.identity.owners import StreamOwners
 
 from ..waiting import wait_until
 from .owned_helpers import STREAM, lease_count, lease_of, types
@@ -182,7 +182,7 @@ def test_renewal_keeps_a_long_running_run_alive_past_several_ttls(
 def writer_process(log_url: str, run_id: str) -> Iterator[subprocess.Popen[str]]:
     """A process inside ``with owned_run(...)``, waiting for a line on its stdin."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.runs.owned_run_process", log_url, STREAM, run_id, str(TTL)],
+        [sys.executable, "-m", "tests.app_runs.owned_run_process", log_url, STREAM, run_id, str(TTL)],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -1,5 +1,5 @@
 """Leases with expiry in the database: one holder at a time of a goose session's pump, or of a
-run the app writes itself (`gateway_kit.runs.owned`).
+run the app writes itself (`gateway_kit.app_runs.owned`).
 
 The holder renews well before expiry; when it dies, the lease runs out and another process
 takes it over. `token` grows on every change of holder, so a holder can tell it was replaced.

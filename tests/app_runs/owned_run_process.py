@@ -1,6 +1,6 @@
 """A process that owns a run, for tests that kill or pause it mid-run.
 
-    python -m tests.runs.owned_run_process DB_URL STREAM RUN_ID LEASE_TTL
+    python -m tests.app_runs.owned_run_process DB_URL STREAM RUN_ID LEASE_TTL
 
 Opens the run, appends one event and prints ``ready``; then waits for a line on stdin (a test
 kills it there, or pauses and resumes it) and tries to append another event, printing

@@ -7,9 +7,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from gateway_kit import EventLog
-from gateway_kit.runs.lease import Lease
-from gateway_kit.runs.owned import lease_name
-from gateway_kit.runs.tables import leases
+from gateway_kit.app_runs.owned import lease_name
+from gateway_kit.coordination.leases import Lease
+from gateway_kit.coordination.tables import leases
 
 from ..waiting import wait_until
 
