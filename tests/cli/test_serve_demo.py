@@ -312,7 +312,8 @@ def test_serve_explains_a_target_it_cannot_load(
     monkeypatch.setenv("GATEWAY_KIT_DB", f"sqlite:///{tmp_path}/unused.db")  # restored after
     monkeypatch.syspath_prepend(str(tmp_path))  # sys.path is restored after, too
     monkeypatch.chdir(tmp_path)
-    assert main(["serve", target]) == 2
+    # On a free port: another suite's demo may hold 8000, and a port in use is said first.
+    assert main(["serve", target, "--port", str(free_port())]) == 2
     assert message in capsys.readouterr().err
 
 

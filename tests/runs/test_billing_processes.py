@@ -23,7 +23,7 @@ from gateway_kit.testing import FakeGoose
 
 from ..processes import GatewayProcess, gateway_process
 from ..serving import serve_in_thread
-from ..waiting import wait_until
+from ..waiting import settled, wait_until
 from .billing_process import DIE, LEDGER, METADATA
 
 
@@ -88,11 +88,13 @@ def test_a_bill_whose_process_died_delivering_it_is_delivered_once_by_the_surviv
         ):
             run_id = start_run(a, "bill me once")  # A pumps the session and ends the run
             wait_for(lambda: a.proc.poll() is not None, a.said)
+            settled(log)  # what A committed, once no older transaction holds it back
             at_death = [e.type for e in log.read(run_id=run_id)]
             bill_at_death = store.bill(run_id)
             claim_at_death = claimed_until(log, run_id)
             wait_for(lambda: delivered(store, run_id), b.said)
             state = httpx.get(f"{b.url}/gateway/runs/{run_id}").json()
+            settled(log)
             types = [e.type for e in log.read(run_id=run_id)]
             bill = store.bill(run_id)
             billed = ledger(log)

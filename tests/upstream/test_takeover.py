@@ -14,7 +14,7 @@ from gateway_kit.testing import FakeGoose, echo_turn
 
 from ..processes import gateway_process
 from ..serving import serve_in_thread
-from ..waiting import wait_until
+from ..waiting import settled, wait_until
 
 MODULE = "tests.upstream.gateway_process"
 
@@ -31,10 +31,14 @@ def test_the_surviving_gateway_takes_the_pump_over(pg_url: str, tmp_path: Path) 
         started = httpx.post(f"{first.url}/gateway/streams/conv/runs", json={"message": words})
         assert started.status_code == 200, started.text
         run_id = started.json()["run_id"]
-        wait_until(lambda: any(e.upstream_event_id for e in log.read(run_id=run_id)), 20)
+        # Read as committed, not as readers by cursor are given it: another transaction on
+        # the server (another suite, say) holds those back, and the kill must come mid-run.
+        wait_until(
+            lambda: any(e.upstream_event_id for e in log.read(run_id=run_id, settled=False)), 20
+        )
         os.kill(first.proc.pid, signal.SIGKILL)  # mid-run: goose is still typing
         first.proc.wait()
-        at_kill = log.read(run_id=run_id)
+        at_kill = log.read(run_id=run_id, settled=False)
         assert "Finish" not in [e.type for e in at_kill]
 
         def ended() -> bool:
@@ -43,6 +47,7 @@ def test_the_surviving_gateway_takes_the_pump_over(pg_url: str, tmp_path: Path) 
 
         wait_until(ended, 30)
         state = httpx.get(f"{second.url}/gateway/runs/{run_id}").json()
+        settled(log)
         events = log.read(run_id=run_id)
 
     assert state["status"] == "finished"
