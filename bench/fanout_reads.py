@@ -115,9 +115,7 @@ async def one_round(log: EventLog, writer: EventLog, subscribers: int, appends: 
     return reads
 
 
-def measure(
-    url: str, rounds: int, subscribers: int, appends: int, cases: dict[str, Case]
-) -> None:
+def measure(url: str, rounds: int, subscribers: int, appends: int, cases: dict[str, Case]) -> None:
     sqlite = url.startswith("sqlite")
     for number in range(rounds):
         with EventLog(url) as log, EventLog(url) as other:
