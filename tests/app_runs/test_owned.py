@@ -181,8 +181,9 @@ def test_renewal_keeps_a_long_running_run_alive_past_several_ttls(
 @contextmanager
 def writer_process(log_url: str, run_id: str) -> Iterator[subprocess.Popen[str]]:
     """A process inside ``with owned_run(...)``, waiting for a line on its stdin."""
+    command = [sys.executable, "-m", "tests.app_runs.owned_run_process"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.app_runs.owned_run_process", log_url, STREAM, run_id, str(TTL)],
+        [*command, log_url, STREAM, run_id, str(TTL)],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

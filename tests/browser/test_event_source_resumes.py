@@ -151,12 +151,14 @@ def wait_until_ended(server: Server, page: Page) -> None:
         time.sleep(0.05)
 
 
-def wait_until_quiet(page: Page, quiet: float = 0.5) -> None:
-    """Until the page has received no event for `quiet` seconds."""
-    count = -1
-    while (now := page.evaluate("window.gatewayEvents.length")) != count:
-        count = now
-        time.sleep(quiet)
+def wait_until_caught_up(server: Server, page: Page) -> None:
+    """Until the page has shown the newest event the log holds of its stream now."""
+    with EventLog(server.db_url) as log:
+        newest = log.latest(STREAM)
+    assert newest is not None, "the stream is empty"
+    page.wait_for_function(
+        f"window.gatewayEvents.some((e) => e.seq === {newest.seq})", timeout=WAIT_MS
+    )
 
 
 def test_the_page_gets_every_event_once_in_order_across_a_server_kill(server: Server) -> None:
@@ -227,9 +229,10 @@ def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(server: Server) 
                 "document.getElementById('transcript').textContent.includes('— cancelled')",
                 timeout=WAIT_MS,
             )
-            # Anything shown after the Finish would arrive later: let it, then look.
+            # Anything the run wrote after its Finish would be in the log once it has ended:
+            # the page shows all of that, then it is looked at.
             wait_until_ended(server, page)
-            wait_until_quiet(page)
+            wait_until_caught_up(server, page)
             cancelled = transcript(page)[len(finished) :]
             cancel_enabled = page.evaluate("!document.getElementById('cancel').disabled")
         finally:

@@ -131,7 +131,9 @@ def wait_until_ended(client: httpx.Client, base: str, run_id: str) -> None:
     The pump appends a run's terminal event, then records the run as ended: a client that starts
     the next run the moment the stream ends can be refused with a 409 in between.
     """
+    deadline = time.monotonic() + STREAM_TIMEOUT
     while client.get(f"{base}/gateway/runs/{run_id}").json()["status"] == "active":
+        assert time.monotonic() < deadline, f"run {run_id} is still recorded as active"
         time.sleep(0.05)
 
 
@@ -177,7 +179,9 @@ def test_demo_prints_urls_that_work_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             polled = client.get(poll_url).json()
             assert polled["events"][0]["data"]["text"] == "hello"
             # Ctrl-C once the reply is over: a turn cut short by the stop is not this test's.
+            deadline = time.monotonic() + STREAM_TIMEOUT
             while polled["status"] == "running":
+                assert time.monotonic() < deadline, f"task {task_id} is still running"
                 time.sleep(0.1)
                 polled = client.get(poll_url.replace("from=0", f"from={polled['next_offset']}"))
                 polled = polled.json()

@@ -23,8 +23,8 @@ from gateway_kit.demo import create_app
 from gateway_kit.demo.agent import FAILURE, reply_chunks
 from gateway_kit.log.postgres import conninfo
 
-from ..conftest import PG_URL
 from ..app_runs.owned_helpers import lease_count
+from ..conftest import PG_URL
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_legacy"
 CONVERSATION = "conv-legacy"

@@ -10,7 +10,7 @@ import pytest
 
 from gateway_kit import Event, EventLog
 
-from ..waiting import settled
+from ..waiting import Reads, settled
 
 
 def test_seq_is_global_and_pos_is_per_stream(log: EventLog) -> None:
@@ -167,6 +167,7 @@ def test_concurrent_appends_share_transactions(
     log: EventLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Group commit: while one transaction commits, the appends that arrive go in the next."""
+    # Only the backend can be slowed like a disk on both databases: nothing public holds a commit.
     backend = log._backend  # type: ignore[attr-defined]
     real_insert = backend.insert
     batch_sizes: list[int] = []
@@ -281,8 +282,9 @@ def test_an_in_memory_log_works_and_is_its_own(url: str) -> None:
             raise AssertionError("the tail ended")
 
         async def main() -> Event:
+            reads = Reads(first)
             task = asyncio.create_task(tail_one())
-            await asyncio.sleep(0.05)
+            await reads.found_nothing()  # the tail is idle, waiting for a wake-up
             await first.aappend("s", "Message", {"n": 2})
             return await asyncio.wait_for(task, 10)
 

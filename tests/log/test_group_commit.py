@@ -91,14 +91,6 @@ def commit() -> Iterator[HeldCommit]:
     held.release()  # never leave a thread of a failed test waiting
 
 
-def queued(group: GroupCommit[str, str]) -> int:
-    return len(group._queue)  # type: ignore[attr-defined]
-
-
-def lingering(group: GroupCommit[str, str]) -> bool:
-    return bool(group._lingering)  # type: ignore[attr-defined]
-
-
 def start_during_commit(
     group: GroupCommit[str, str], commit: HeldCommit, first: Submitter, *later: Submitter
 ) -> None:
@@ -108,7 +100,7 @@ def start_during_commit(
     assert commit.entered.wait(JOIN_TIMEOUT)
     for submitter in later:
         submitter.start()
-    wait_until(lambda: queued(group) == len(later))
+    wait_until(lambda: group.waiting == len(later))
 
 
 def release_and_finish(commit: HeldCommit, *submitters: Submitter) -> None:
@@ -169,15 +161,12 @@ class Interrupted(BaseException):
 
 
 def test_an_interrupted_retry_ends_every_append_of_the_batch(commit: HeldCommit) -> None:
-    group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
-    real_commit = group._commit  # type: ignore[attr-defined]
-
     def interrupted_alone(items: list[str]) -> list[str]:
         if items == ["x"]:  # x's retry, after the shared transaction failed
             raise Interrupted
-        return real_commit(items)  # type: ignore[no-any-return]
+        return commit(items)
 
-    group._commit = interrupted_alone  # type: ignore[attr-defined]
+    group: GroupCommit[str, str] = GroupCommit(interrupted_alone, threading.Lock())
     first = Submitter(group, "a")
     later = [Submitter(group, item) for item in ("x", "bad", "y")]
     start_during_commit(group, commit, first, *later)
@@ -226,7 +215,7 @@ def test_an_append_interrupted_while_it_waits_leaves_the_queue(
     assert commit.entered.wait(JOIN_TIMEOUT)
 
     def interrupt_once_queued() -> None:
-        wait_until(lambda: queued(group) == 1)
+        wait_until(lambda: group.waiting == 1)
         interrupt_main_thread()
 
     helper = in_background(interrupt_once_queued)
@@ -253,11 +242,11 @@ def test_a_leader_interrupted_while_it_lingers_hands_the_lead_on(
     assert commit.entered.wait(JOIN_TIMEOUT)
 
     def queue_b_then_interrupt_the_lingering_leader() -> None:
-        wait_until(lambda: queued(group) == 1)  # "m", first in line: it leads next
+        wait_until(lambda: group.waiting == 1)  # "m", first in line: it leads next
         second.start()
-        wait_until(lambda: queued(group) == 2)
+        wait_until(lambda: group.waiting == 2)
         commit.release()  # "a" commits; "m" leads, and lingers for a third appender
-        wait_until(lambda: lingering(group))
+        wait_until(lambda: group.lingering)
         # "b", leading next, still expects three appenders: let it wait only briefly.
         group_commit.LINGER_SECONDS = 0.001
         interrupt_main_thread()
@@ -278,7 +267,7 @@ def test_a_leader_waits_for_the_appender_it_expects_and_no_longer(commit: HeldCo
     again, and starts as soon as it is, not when the linger time runs out."""
     group: GroupCommit[str, str] = GroupCommit(commit, threading.Lock())
     # Back with its next append after its commit, once the next leader is waiting for it.
-    first = Submitter(group, "a1", "a2", before_next=lambda: lingering(group))
+    first = Submitter(group, "a1", "a2", before_next=lambda: group.lingering)
     later = [Submitter(group, f"b{i}") for i in range(3)]
     start_during_commit(group, commit, first, *later)
     release_and_finish(commit, first, *later)

@@ -18,6 +18,8 @@ from ..waiting import wait_until
 
 def backdate(log: EventLog, run_id: str, seconds: float) -> None:
     """Make a run's events look `seconds` older than they are."""
+    # Through the log's own connection: nothing public writes an event's time, and waiting
+    # hours for a run to age is not a test.
     backend = log._backend  # type: ignore[attr-defined]
     conn = backend._writer
     placeholder = "?" if backend.dialect == "sqlite" else "%s"
@@ -181,6 +183,8 @@ def test_pruning_never_lowers_the_head_another_prune_recorded(log: EventLog) -> 
     head; a later prune here records its own newest seq only if it is higher."""
     events = run(log, "s", "r")
     backdate(log, "r", 7200)
+    # What the other process's prune recorded, written as it would write it: nothing public
+    # records a head.
     backend = log._backend  # type: ignore[attr-defined]
     placeholder = "?" if backend.dialect == "sqlite" else "%s"
     backend._writer.execute(

@@ -117,13 +117,15 @@ def test_appends_of_another_process_wake_an_idle_tail(log_url: str) -> None:
 
 def test_a_lost_notification_is_made_up_by_the_idle_recheck(log_url: str) -> None:
     with EventLog(log_url, idle_recheck=0.2) as event_log:
+        # No watcher: the only way to lose the notification of another process's commit.
         event_log._start_watcher = lambda: None  # type: ignore[method-assign]
 
         async def main() -> list[Event]:
             reads = Reads(event_log)
             task = asyncio.create_task(collect(event_log, 1, timeout=10))
             await reads.found_nothing()
-            # written behind the log's back: no notification reaches the tail
+            # written behind the log's back (its backend: no public append is silent), so no
+            # notification reaches the tail
             other = EventLog(log_url)
             other._backend.insert(  # type: ignore[attr-defined]
                 [event_log._prepare({"stream": "s", "type": "Quiet"})], time.time()
@@ -200,11 +202,17 @@ def test_no_notify_is_sent_while_no_process_listens_to_the_log(pg_url: str) -> N
             writer.append("s", "Unheard")
             assert list(eavesdropper.notifies(timeout=0.3)) == []
             with EventLog(pg_url) as tailing:
-                tailing._start_watcher()  # a tail that found nothing to read listens
-                wait_until(lambda: listeners(eavesdropper))
+                after = tailing.last_seq()
+                tail = threading.Thread(
+                    target=lambda: asyncio.run(collect(tailing, 1, timeout=20, after=after))
+                )
+                tail.start()
+                wait_until(lambda: listeners(eavesdropper))  # a tail that found nothing listens
                 # The writer found nobody listening a moment ago; it looks again soon.
                 writer.append("s", "Heard")
                 assert len(list(eavesdropper.notifies(timeout=5.0, stop_after=1))) == 1
+                tail.join(20)  # woken, it read "Heard" and ended
+                assert not tail.is_alive()
     finally:
         eavesdropper.close()
 

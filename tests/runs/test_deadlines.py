@@ -11,7 +11,7 @@ from gateway_kit import EventLog, Gateway, GooseUpstream
 from gateway_kit.runs.lifecycle import LifecycleSettings, RunLifecycle
 from gateway_kit.runs.model import Run, RunStatus
 from gateway_kit.testing import FakeGoose, Turn
-from gateway_kit.types import Receive, Send
+from gateway_kit.types import Receive, Scope, Send
 
 from ..upstream.harness import STREAM, Harness, harness
 from ..waiting import until
@@ -27,19 +27,11 @@ class HangingReplyGoose(FakeGoose):
         self.hang = True
         self.hung: list[str] = []
 
-    async def _route(
-        self,
-        method: str,
-        path: str,
-        headers: dict[str, str],
-        body: bytes,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        if self.hang and path.endswith("/reply"):
-            self.hung.append(path)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.hang and scope["type"] == "http" and scope["path"].endswith("/reply"):
+            self.hung.append(scope["path"])
             await asyncio.Event().wait()
-        await super()._route(method, path, headers, body, receive, send)
+        await super().__call__(scope, receive, send)
 
 
 def test_a_reply_goose_never_answers_is_a_504_within_the_bound_and_leaves_nothing_active(

@@ -83,6 +83,8 @@ def test_a_burst_that_overflows_the_buffer_while_it_is_sent_is_read_from_the_log
         joining = feed.joining["a"] = Joining(LIMIT)
         room = room_of(STREAM)
 
+        # The feed's own steps, driven by hand: a burst landing exactly while a join's replay is
+        # being sent can be timed no other way.
         async def emit(seqs: range) -> None:
             for seq in seqs:
                 await feeds._emit(feed, room, log.events[seq - 1])  # type: ignore[arg-type]

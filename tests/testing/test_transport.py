@@ -12,6 +12,7 @@ import uvicorn
 from gateway_kit.testing import FakeGoose, StreamingASGITransport, Turn
 from gateway_kit.types import Message, Receive, Scope, Send
 
+from ..waiting import until
 from .helpers import FAST_PINGS, FrameReader, reply, start_reply
 
 
@@ -116,8 +117,7 @@ def test_it_runs_under_uvicorn() -> None:
         config = uvicorn.Config(fake, host="127.0.0.1", port=0, log_level="warning")
         server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
+        await until(lambda: server.started)
         port = server.servers[0].sockets[0].getsockname()[1]
         headers = {"X-Secret-Key": fake.secret_key}
         base_url = f"http://127.0.0.1:{port}"

@@ -30,6 +30,7 @@ class CuttingGoose(FakeGoose):
 
     clean_close = False  # end the body as if complete, the frame still unfinished
 
+    # The fake's own events route, replaced: no public option of it breaks its wire format.
     async def _events(
         self, session_id: str, last_event_id: str | None, receive: Receive, send: Send
     ) -> None:
@@ -114,6 +115,8 @@ class FlakyGoose(FakeGoose):
     """Serves the session's events, but cuts each connection mid-frame after one live event
     (or `LIVE_WAIT` seconds without one)."""
 
+    # The fake's events route and its session's bus: serving the real events, then cutting
+    # the stream mid-frame, has no public way in.
     async def _events(
         self, session_id: str, last_event_id: str | None, receive: Receive, send: Send
     ) -> None:

@@ -103,16 +103,19 @@ def test_rule7_too_far_behind_is_not_a_run_error_and_the_run_is_recovered(log_ur
 def test_rule8_active_requests_frames_never_move_the_cursor(log_url: str) -> None:
     async def main() -> None:
         async with harness(log_url) as h:
-            release = asyncio.Event()
-            h.fake.script(h.session_id, Turn().text("x", "y").pause(release).text("z"))
+            releases = [asyncio.Event(), asyncio.Event()]
+            turn = Turn().text("x", "y").pause(releases[0]).text("z").pause(releases[1])
+            h.fake.script(h.session_id, turn.text("w"))
             run = await h.runs.start(STREAM, "go")
             await h.until(lambda: len(goose_ids(h.events(run))) == 2)
-            for _ in range(2):  # two takeovers, each greeted by an ActiveRequests frame
+            for seen, release in enumerate(releases, start=3):
+                # Each takeover is greeted by an ActiveRequests frame; the event goose sends
+                # next on that connection is written once the pump has read past the frame.
                 await h.take_over()
-                await asyncio.sleep(0.1)
-            release.set()
+                release.set()
+                await h.until(lambda n=seen: len(goose_ids(h.events(run))) >= n)
             await h.finished(run)
-            assert h.sent_headers()[1:] == ["2", "2"]
+            assert h.sent_headers()[1:] == ["2", "3"]
             assert "ActiveRequests" not in types(h.events())
 
     asyncio.run(main())

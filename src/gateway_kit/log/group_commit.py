@@ -56,6 +56,17 @@ class GroupCommit(Generic[In, Out]):
         self._inflight = 0  # appends inside submit() now
         self._peak = 0  # how many were at once lately; decays by one a commit
 
+    @property
+    def waiting(self) -> int:
+        """How many appends are queued for the next transaction (its leader's included)."""
+        with self._mutex:
+            return len(self._queue)
+
+    @property
+    def lingering(self) -> bool:
+        """Whether a leader is waiting for the appenders it expects to queue up."""
+        return self._lingering
+
     def submit(self, items: Sequence[In]) -> list[Out]:
         request: _Request[In, Out] = _Request(items)
         wake = threading.Lock()  # held before anyone can see it, in case this request waits
