@@ -1,11 +1,13 @@
 """docs/plugins.md kept true to the hook specifications, and every hook kept tested.
 
 Every hook of `gateway_kit.hooks.hookspecs` has one section headed ``### `name(arg, ...)` ``
-with the spec's argument names in order, and says whether it stops at the first non-None
-answer; no such heading names a hook that does not exist. Every hook has a test of its own: a
-test function somewhere under tests/ whose name contains the hook's name (this file does not
-count). The tutorial shows the distribution of tests/plugin_dist/ file for file, and its Python
-examples compile.
+with the spec's argument names in order, says whether it stops at the first non-None answer,
+gives the failure value declared with its spec (its `HookPolicy`, which the gateway acts on),
+and names the plugin timeout exactly when its answers are timed; the failures table gives the
+same failure values; no such heading names a hook that does not exist. Every hook has a test
+of its own: a test function somewhere under tests/ whose name contains the hook's name (this
+file does not count). The tutorial shows the distribution of tests/plugin_dist/ file for
+file, and its Python examples compile.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from gateway_kit.hooks import PROJECT, hookspecs
+from gateway_kit.hooks import PROJECT, REFUSED, hookspecs
+from gateway_kit.hooks.policy import RAISE, RETRY, HookPolicy, policy_of
 
 TESTS = Path(__file__).resolve().parents[1]
 DOCS = TESTS.parent / "docs" / "plugins.md"
@@ -33,6 +36,10 @@ FENCE = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.MULTILINE | r
 TITLE = re.compile(r'\btitle="(?P<title>[^"]+)"')
 FIRSTRESULT = "Stops at the first non-None answer (`firstresult`)."
 EVERY_IMPLEMENTATION = "Every implementation is called"
+FAILURE_VALUE = "Failure value: {value}"
+FAILURES_HEADING = "## Failures\n"
+EVERY_OTHER_HOOK = "every other hook"
+PLUGIN_TIMEOUT = "`plugin_timeout`"
 BUILT = {"__pycache__", "build", "dist"}
 
 
@@ -99,6 +106,70 @@ def test_every_hook_section_says_whether_the_first_answer_wins(hook: str) -> Non
     )
     assert said in text, f"the section of {hook} should say {said!r}"
     assert unsaid not in text, f"the section of {hook} should not say {unsaid!r}"
+
+
+# --- failure values, as each spec declares them -----------------------------------------------
+
+
+def failure_value_in_words(policy: HookPolicy) -> str:
+    """How docs/plugins.md writes the failure value of `policy`."""
+    on_failure = policy.on_failure
+    if on_failure is REFUSED:
+        return "a refusal"
+    if on_failure is RAISE or on_failure is RETRY:
+        return "none"  # no value stands for the answer: the call stops, or is made again
+    return f"`{on_failure!r}`"
+
+
+def declared_failure(hook: str) -> str:
+    return failure_value_in_words(policy_of(SPECS[hook]))
+
+
+def failures_table() -> dict[str, str]:
+    """The table of the Failures section: what its first column names -> its failure value."""
+    start = PROSE.find(FAILURES_HEADING)
+    assert start >= 0, "docs/plugins.md has no Failures section"
+    following = SECTION_HEADING.search(PROSE, start + 1)
+    text = PROSE[start : following.start() if following else len(PROSE)]
+    cells = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
+    return {row[0].strip().strip("`"): row[1].strip() for row in cells[1:]}  # not the header
+
+
+def test_the_failure_values_are_read_from_the_specs() -> None:
+    assert declared_failure("resolve_principal") == "a refusal"
+    assert declared_failure("authorize_subscription") == "`False`"
+    assert declared_failure("finish_guard") == "`None`"
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_every_hook_section_gives_the_failure_value_its_spec_declares(hook: str) -> None:
+    said = FAILURE_VALUE.format(value=declared_failure(hook))
+    assert said in " ".join(section(hook).split()), f"the section of {hook} should say {said!r}"
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_the_failures_table_gives_the_failure_value_its_spec_declares(hook: str) -> None:
+    table = failures_table()
+    value = declared_failure(hook)
+    if policy_of(SPECS[hook]).on_failure is None:
+        assert hook not in table, f"{hook} fails as None: the row {EVERY_OTHER_HOOK!r} says so"
+        assert table.get(EVERY_OTHER_HOOK) == value
+    else:
+        assert table.get(hook) == value, f"the failures table should give {hook} {value}"
+
+
+def test_the_failures_table_names_no_hook_that_does_not_exist() -> None:
+    assert set(failures_table()) - {EVERY_OTHER_HOOK} <= set(SPECS)
+
+
+@pytest.mark.parametrize("hook", sorted(SPECS))
+def test_a_hook_section_names_the_plugin_timeout_exactly_when_its_answers_are_timed(
+    hook: str,
+) -> None:
+    timed = policy_of(SPECS[hook]).timed
+    assert (PLUGIN_TIMEOUT in section(hook)) == timed, (
+        f"the section of {hook} should {'' if timed else 'not '}name {PLUGIN_TIMEOUT}"
+    )
 
 
 # --- every hook tested -----------------------------------------------------------------------

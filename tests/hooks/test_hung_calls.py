@@ -136,9 +136,7 @@ def test_a_plugin_with_too_many_hung_calls_fails_fast_and_is_named_until_they_re
             assert mine.status_code == 403
             assert acl.entered("mine") == 0
             # Other plugins are asked as before.
-            answer = await gateway.plugins.call_in_thread(
-                "classify_error", timeout=1.0, error="boom", run=None
-            )
+            answer = await gateway.plugins.classify_error("boom", None, timeout=1.0)
             assert answer == "KNOWN_ERROR"
             acl.release.set()
 

@@ -1,4 +1,5 @@
-"""The session pump and the cursor translator, against the fake goose (rules 1 to 9)."""
+"""The session pump and the cursor translator, against the fake goose: which goose id the pump
+sends, and where a takeover or a new round resumes."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_a_run_lands_in_the_log_with_goose_ids_and_ends(log_url: str) -> None:
     asyncio.run(main())
 
 
-def test_rule1_a_gateway_seq_is_never_sent_to_goose(log_url: str) -> None:
+def test_a_gateway_seq_is_never_sent_to_goose(log_url: str) -> None:
     async def main() -> None:
         async with harness(log_url) as h:
             for i in range(40):  # seqs run far ahead of goose's ids
@@ -62,7 +63,7 @@ def test_rule1_a_gateway_seq_is_never_sent_to_goose(log_url: str) -> None:
     asyncio.run(main())
 
 
-def test_rule2_takeover_resumes_from_the_newest_persisted_goose_id(log_url: str) -> None:
+def test_a_takeover_resumes_from_the_newest_persisted_goose_id(log_url: str) -> None:
     async def main() -> None:
         async with harness(log_url) as h:
             release = asyncio.Event()
@@ -79,7 +80,7 @@ def test_rule2_takeover_resumes_from_the_newest_persisted_goose_id(log_url: str)
     asyncio.run(main())
 
 
-def test_rule3_without_a_mappable_id_the_header_is_omitted_and_replay_is_not_doubled(
+def test_without_a_mappable_id_the_header_is_omitted_and_replay_is_not_doubled(
     log_url: str,
 ) -> None:
     async def main() -> None:
@@ -100,7 +101,7 @@ def test_rule3_without_a_mappable_id_the_header_is_omitted_and_replay_is_not_dou
     asyncio.run(main())
 
 
-def test_rule4_goose_is_not_contacted_when_the_log_ends_the_latest_run(log_url: str) -> None:
+def test_goose_is_not_contacted_when_the_log_ends_the_latest_run(log_url: str) -> None:
     async def main() -> None:
         async with harness(log_url) as h:
             run = await h.runs.start(STREAM, "hi")
@@ -115,7 +116,7 @@ def test_rule4_goose_is_not_contacted_when_the_log_ends_the_latest_run(log_url: 
     asyncio.run(main())
 
 
-def test_rule5_a_new_round_resumes_after_the_previous_rounds_finish(log_url: str) -> None:
+def test_a_new_round_resumes_after_the_previous_rounds_finish(log_url: str) -> None:
     async def main() -> None:
         async with harness(log_url) as h:
             first = await h.finished(await h.runs.start(STREAM, "round one"))

@@ -1,4 +1,4 @@
-"""The pump when goose restarts, drops a cursor or forgets a run (rules 6 to 9)."""
+"""The pump when goose restarts, drops a cursor or forgets a run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ from .harness import STREAM, harness
 from .test_pump import goose_ids, types
 
 
-def test_rule6_a_run_goose_lost_in_a_restart_ends_with_an_error(log_url: str) -> None:
+def test_a_run_goose_no_longer_lists_is_ended_as_lost(log_url: str) -> None:
+    """goose restarted mid-run: the run ends with an Error, and the next round goes to the new
+    goose without an id of its previous lifetime."""
+
     async def main() -> None:
         async with harness(log_url) as h:
             release = asyncio.Event()
@@ -40,7 +43,9 @@ def test_rule6_a_run_goose_lost_in_a_restart_ends_with_an_error(log_url: str) ->
     asyncio.run(main())
 
 
-def test_rule6_ids_going_backwards_start_a_new_lifetime(log_url: str) -> None:
+def test_goose_ids_going_backwards_start_a_new_lifetime(log_url: str) -> None:
+    """goose restarted between rounds, with nothing running: its ids count from 1 again."""
+
     async def main() -> None:
         async with harness(log_url) as h:
             h.fake.script(h.session_id, Turn().text("one", "two", "three", "four"))
@@ -71,7 +76,7 @@ def test_rule6_ids_going_backwards_start_a_new_lifetime(log_url: str) -> None:
     asyncio.run(main())
 
 
-def test_rule7_too_far_behind_is_not_a_run_error_and_the_run_is_recovered(log_url: str) -> None:
+def test_a_cursor_too_far_behind_is_not_a_run_error_and_the_run_is_recovered(log_url: str) -> None:
     async def main() -> None:
         async with harness(log_url, replay_buffer_size=8) as h:
             release = asyncio.Event()
@@ -100,7 +105,7 @@ def test_rule7_too_far_behind_is_not_a_run_error_and_the_run_is_recovered(log_ur
     asyncio.run(main())
 
 
-def test_rule8_active_requests_frames_never_move_the_cursor(log_url: str) -> None:
+def test_active_requests_frames_never_move_the_cursor(log_url: str) -> None:
     async def main() -> None:
         async with harness(log_url) as h:
             releases = [asyncio.Event(), asyncio.Event()]
@@ -121,7 +126,7 @@ def test_rule8_active_requests_frames_never_move_the_cursor(log_url: str) -> Non
     asyncio.run(main())
 
 
-def test_rule9_a_phone_that_dropped_before_finish_gets_finish_once(log_url: str) -> None:
+def test_a_phone_that_dropped_before_finish_gets_finish_once(log_url: str) -> None:
     """The phone kept only its gateway cursor; goose restarted and the gateway died meanwhile."""
 
     async def main() -> list[Event]:

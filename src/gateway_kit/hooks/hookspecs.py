@@ -4,10 +4,11 @@ Hooks are synchronous: an ``async def`` implementation is refused at registratio
 ``firstresult`` a coroutine would win without ever running). Work that must wait on I/O lives in
 an object a hook returns. A hook implementation may take fewer arguments than its spec.
 
-An implementation that raises, or answers something its hook cannot use, is logged with its
-plugin's name and the hook's, and counts as having answered its hook's failure value: ``None``
-for most hooks, a refusal for `authorize_subscription` and `resolve_principal`; a failed
-`bill_run` delivery is made again later.
+Above each spec, `answers` declares its policy (`gateway_kit.hooks.policy`): the answers it
+accepts; what an implementation that raises, answers something else or (when ``timed``) takes
+longer than the plugin timeout counts as having answered (``on_failure``, ``None`` unless
+said); and the threads its calls run in (``pool``). A spec without one accepts anything and
+fails as ``None``.
 """
 
 from __future__ import annotations
@@ -15,19 +16,45 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..identity.principal import Principal
 from .markers import hookspec
+from .policy import (
+    BILLING_POOL,
+    LIFECYCLE_POOL,
+    RAISE,
+    REFUSED,
+    RETRY,
+    answers,
+    anything,
+    one_of,
+    optional,
+)
+from .results import GuardVeto, RecoveryPlan
 
 if TYPE_CHECKING:
-    from ..identity.principal import Principal
     from ..log.event import Event
     from ..types import Scope
     from .context import PluginContext
-    from .results import GuardVeto, RecoveryPlan
+
+DECISION = one_of(None, "allow", "skip")
+DECISION_EXPECTED = "None, 'allow' or 'skip'"
+
+
+def identified(value: object) -> bool:
+    # The anonymous principal is the gateway's own answer (only with allow_anonymous, which
+    # lets it read everything): a resolver answering with it is refused, not believed.
+    return value is None or (isinstance(value, Principal) and not value.anonymous)
+
+
+def allowed_or_refused(value: object) -> bool:
+    return value is None or isinstance(value, bool)
+
 
 # --- finish guards ---------------------------------------------------------------------------
 
 
 @hookspec
+@answers(optional(GuardVeto), "None or a GuardVeto", pool=LIFECYCLE_POOL)
 def finish_guard(run: Any, events: Sequence[Event]) -> GuardVeto | None:
     """Check that a run really did what its upstream ``Finish`` claims.
 
@@ -48,6 +75,7 @@ def finish_guard(run: Any, events: Sequence[Event]) -> GuardVeto | None:
 
 
 @hookspec
+@answers(anything, "anything", on_failure=RETRY, pool=BILLING_POOL)
 def bill_run(run: Any, usage: Mapping[str, Any], idempotency_key: str) -> None:
     """Record what a run cost, once per run.
 
@@ -67,6 +95,7 @@ def bill_run(run: Any, usage: Mapping[str, Any], idempotency_key: str) -> None:
 
 
 @hookspec(firstresult=True)
+@answers(optional(str), "None or an error class name", pool=LIFECYCLE_POOL)
 def classify_error(error: str, run: Any) -> str | None:
     """Name the class of an upstream error.
 
@@ -81,6 +110,7 @@ def classify_error(error: str, run: Any) -> str | None:
 
 
 @hookspec(firstresult=True)
+@answers(optional(RecoveryPlan), "None or a RecoveryPlan", pool=LIFECYCLE_POOL)
 def plan_recovery(error_class: str, run: Any, attempts: Sequence[Any]) -> RecoveryPlan | None:
     """Plan how a run recovers from a classified error.
 
@@ -100,6 +130,7 @@ def plan_recovery(error_class: str, run: Any, attempts: Sequence[Any]) -> Recove
 
 
 @hookspec(firstresult=True)
+@answers(optional(str), "None or a tmux session id")
 def resolve_tmux_session(scope: Scope) -> str | None:
     """Tell which tmux session an observed request of the wrapped app belongs to.
 
@@ -111,6 +142,7 @@ def resolve_tmux_session(scope: Scope) -> str | None:
 
 
 @hookspec(firstresult=True)
+@answers(DECISION, DECISION_EXPECTED)
 def heartbeat_policy(state: Any, now: float) -> str | None:
     """Override the built-in order of a heartbeat decision.
 
@@ -124,6 +156,7 @@ def heartbeat_policy(state: Any, now: float) -> str | None:
 
 
 @hookspec(firstresult=True)
+@answers(DECISION, DECISION_EXPECTED)
 def heartbeat_fallback(tmux_session_id: str) -> str | None:
     """Decide a heartbeat when the observed state is ``UNKNOWN``.
 
@@ -139,6 +172,13 @@ def heartbeat_fallback(tmux_session_id: str) -> str | None:
 
 
 @hookspec(firstresult=True)
+@answers(
+    identified,
+    "None or a Principal not of the anonymous method",
+    on_failure=REFUSED,
+    timed=True,
+    unavailable_raises=True,
+)
 def resolve_principal(scope: Scope) -> Principal | None:
     """Say who a request is from.
 
@@ -154,6 +194,13 @@ def resolve_principal(scope: Scope) -> Principal | None:
 
 
 @hookspec(firstresult=True)
+@answers(
+    allowed_or_refused,
+    "True, False or None",
+    on_failure=False,
+    timed=True,
+    unavailable_raises=True,
+)
 def authorize_subscription(principal: Principal, stream: str) -> bool | None:
     """Decide whether a principal may read a stream.
 
@@ -174,6 +221,7 @@ def authorize_subscription(principal: Principal, stream: str) -> bool | None:
 
 
 @hookspec
+@answers(anything, "anything", on_failure=RAISE)
 def configure_plugin(config: Mapping[str, Any], context: PluginContext) -> None:
     """Receive this plugin's settings, and the gateway it serves.
 

@@ -3,9 +3,9 @@
 A call past its timeout goes on in its thread (Python cannot stop a thread), and that thread is
 replaced (`gateway_kit.hooks.threads`): what bounds the threads a plugin that never returns can
 take is this count. Once a plugin has `limit` calls hung, its implementations answer their
-hook's failure value at once, logged with its name (a refusal for the access hooks, a guard
-that passed, a bill delivered again later), while the other plugins go on being asked. A call
-past its timeout asks no further plugin: nobody waits for its answer.
+hook's failure value (declared with its spec) at once, logged with its name, while the other
+plugins go on being asked. A call past its timeout asks no further plugin: nobody waits for
+its answer.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .policy import CURRENT_CALL, POLICIES, RETRY, CallProgress, HookPolicy, logger
+from .policy import CURRENT_CALL, RETRY, CallProgress, HookPolicy, logger
 
 DEFAULT_LIMIT = 32
 TOO_MANY_HUNG = (
@@ -67,11 +67,11 @@ class HungCalls:
 
 
 def counted(
-    function: Callable[..., Any], plugin: str, hook: str, hung: HungCalls
+    function: Callable[..., Any], plugin: str, hook: str, policy: HookPolicy, hung: HungCalls
 ) -> Callable[..., Any]:
     """`function` (a `guarded` implementation of `hook` by `plugin`) not called while `plugin`
-    has too many calls hung, nor once the call it is part of is past its timeout."""
-    policy = POLICIES.get(hook)
+    has too many calls hung, nor once the call it is part of is past its timeout; then it
+    answers `policy`'s failure value."""
 
     def call(*args: Any) -> Any:
         progress = CURRENT_CALL.get()
@@ -90,10 +90,8 @@ def counted(
     return call
 
 
-def _failed(
-    policy: HookPolicy | None, plugin: str, hook: str, hung: HungCalls, progress: Any
-) -> Any:
-    on_failure = policy.on_failure if policy is not None else None
+def _failed(policy: HookPolicy, plugin: str, hook: str, hung: HungCalls, progress: Any) -> Any:
+    on_failure = policy.on_failure
     if on_failure is RETRY:
         logger.error(TOO_MANY_HUNG, plugin, hung.count(plugin), hook, "a call made again later")
         if progress is not None:

@@ -10,10 +10,9 @@ deployment's plugins are asked before them. Any plugin can be blocked by name.
 from __future__ import annotations
 
 import contextvars
-import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -24,11 +23,24 @@ from ..settings import DEFAULT_PLUGIN_HUNG_LIMIT, DEFAULT_PLUGIN_TIMEOUT
 from ..types import Scope
 from . import hookspecs
 from .context import PluginContext
-from .hung import HungCalls, counted
+from .hung import HungCalls
 from .loading import BUILT_IN, PASSED_IN, PluginSource, entry_points, load
-from .markers import PROJECT
-from .policy import CURRENT_CALL, REFUSED, CallProgress, HookFailed, Refused, guarded, logger
+from .policy import (
+    BILLING_POOL,
+    CURRENT_CALL,
+    LIFECYCLE_POOL,
+    REFUSED,
+    CallProgress,
+    HookFailed,
+    Refused,
+    logger,
+)
+from .registry import Registry, hook_policy
+from .results import GuardVeto, RecoveryPlan
 from .threads import HookThreads
+
+if TYPE_CHECKING:
+    from ..log.event import Event
 
 # Threads for hooks that may block, counting only calls within their time (a hung call's
 # thread is replaced): a plugin stuck in one never holds up the log's readers.
@@ -37,13 +49,8 @@ HOOK_THREADS = 8
 LIFECYCLE_THREADS = 32
 # Threads for `bill_run` alone: bills are delivered whatever the guards do.
 BILLING_THREADS = 4
-LIFECYCLE_HOOKS = frozenset({"finish_guard", "classify_error", "plan_recovery"})
 
-ASYNC_HOOK = "plugin {name!r}: {attr} is async; gateway_kit hooks are synchronous (return an "
-ASYNC_HOOK += "object that does the async work instead)"
-WRAPPER_HOOK = "plugin {name!r}: {attr} is a hook wrapper; gateway_kit hooks take no wrappers"
 UNKNOWN_HOOK = "plugin {name!r} implements a hook gateway_kit does not have: {error}"
-DUPLICATE = "cannot register plugin {name!r}: {error} (give the object a distinct __name__)"
 UNKNOWN_CONFIG = "plugin_config names {names}, which {verb} no loaded plugin; loaded: {loaded}"
 BAD_CONFIG = "plugin_config[{name!r}] must be a mapping of settings, got {value!r}"
 UNANSWERED = "plugin %r did not answer authorize_subscription within %g s; the read is refused"
@@ -60,55 +67,6 @@ class PluginInfo:
     name: str
     source: PluginSource
     hooks: tuple[str, ...]
-
-
-class _Manager(pluggy.PluginManager):
-    """pluggy's manager, with every hook implementation `guarded` as it is registered."""
-
-    def __init__(self, timeout: float, hung: HungCalls) -> None:
-        super().__init__(PROJECT)
-        self.timeout = timeout
-        self.hung = hung
-
-    def get_canonical_name(self, plugin: object) -> str:
-        name = getattr(plugin, "__name__", None)
-        if isinstance(name, str) and name:
-            return name
-        kind = type(plugin)
-        return f"{kind.__module__}.{kind.__qualname__}"
-
-    def register(self, plugin: object, name: str | None = None) -> str | None:
-        try:
-            registered = super().register(plugin, name)
-        except ValueError as exc:
-            raise PluginError(DUPLICATE.format(name=name or plugin, error=exc)) from exc
-        if registered is None:
-            return None  # blocked
-        try:
-            for caller in self.get_hookcallers(plugin) or ():
-                for impl in caller.get_hookimpls():
-                    if impl.plugin is plugin:
-                        self._check(registered, impl)
-                        # pluggy types it Final; replacing it routes every call through the guard.
-                        impl.function = counted(  # type: ignore[misc]
-                            guarded(impl.function, registered, caller.name, timeout=self.timeout),
-                            registered,
-                            caller.name,
-                            self.hung,
-                        )
-        except PluginError:
-            self.unregister(plugin)
-            raise
-        return registered
-
-    @staticmethod
-    def _check(name: str, impl: Any) -> None:
-        attr = getattr(impl.function, "__name__", repr(impl.function))
-        if impl.wrapper or impl.hookwrapper:
-            raise PluginError(WRAPPER_HOOK.format(name=name, attr=attr))
-        function = inspect.unwrap(impl.function)
-        if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
-            raise PluginError(ASYNC_HOOK.format(name=name, attr=attr))
 
 
 class Plugins:
@@ -140,7 +98,7 @@ class Plugins:
         self.timeout = timeout
         self.context = context if context is not None else PluginContext()
         self.hung = HungCalls(hung_limit)
-        self.manager = _Manager(timeout, self.hung)
+        self.manager = Registry(timeout, self.hung)
         self.manager.add_hookspecs(hookspecs)
         self.blocked = frozenset(block)
         for name in self.blocked:
@@ -160,8 +118,9 @@ class Plugins:
         self._resolvers = bool(self.manager.hook.resolve_principal.get_hookimpls())
 
     @property
-    def hook(self) -> Any:
-        """pluggy's hook relay: ``plugins.hook.finish_guard(run=..., events=...)``."""
+    def hook(self) -> pluggy.HookRelay:
+        """pluggy's hook relay, to call a hook in this thread:
+        ``plugins.hook.finish_guard(run=..., events=...)``."""
         return self.manager.hook
 
     def _register(self, plugin: object, name: str | None, source: PluginSource) -> None:
@@ -218,7 +177,7 @@ class Plugins:
         hook = self.manager.hook.resolve_principal
         try:
             answer: Principal | Refused | None = await self._run(
-                "resolve_principal", progress, lambda: hook(scope=scope), self.timeout
+                hook, progress, lambda: hook(scope=scope), self.timeout
             )
         except TimeoutError:
             logger.error(UNRESOLVED, progress.plugin, self.timeout)
@@ -231,10 +190,7 @@ class Plugins:
         hook = self.manager.hook.authorize_subscription
         try:
             answer = await self._run(
-                "authorize_subscription",
-                progress,
-                lambda: hook(principal=principal, stream=stream),
-                self.timeout,
+                hook, progress, lambda: hook(principal=principal, stream=stream), self.timeout
             )
         except TimeoutError:
             logger.error(UNANSWERED, progress.plugin, self.timeout)
@@ -250,32 +206,72 @@ class Plugins:
         if not await self.authorize_subscription(principal, stream):
             raise HTTPError(403, FORBIDDEN, NOT_YOURS.format(stream=stream))
 
-    async def call_in_thread(self, hook: str, *, timeout: float, **arguments: Any) -> Any:
-        """Call `hook` with `arguments` in a worker thread; `TimeoutError` once it has run
-        `timeout` seconds (the call goes on in its thread, and its answer is dropped),
-        `HookFailed` when an implementation of a hook whose calls are made again (`bill_run`)
-        raised or was not asked (its plugin has too many calls hung).
+    # --- the hooks of runs' lives and of billing, each kind in threads of its own -----------
 
-        The timeout counts from when the call starts. The hooks of a run's life
-        (`LIFECYCLE_HOOKS`), `bill_run` and the others each have threads of their own, and a
-        call past its timeout no longer holds a place in them (`gateway_kit.hooks.threads`).
-        """
-        progress = CallProgress()
-        caller = getattr(self.manager.hook, hook)
-        try:
-            answer = await self._run(hook, progress, lambda: caller(**arguments), timeout)
-        except TimeoutError:
-            logger.error(SLOW_HOOK, progress.plugin, hook, timeout)
-            raise
-        if progress.failed:
-            raise HookFailed(progress.failed, hook)
+    async def finish_guard(
+        self, run: Any, events: Sequence[Event], *, timeout: float
+    ) -> list[GuardVeto]:
+        """Every guard's veto of `run`'s ``Finish``: none when no guard is registered, or when
+        the guards did not answer within `timeout` (the run goes on as if they had passed)."""
+        answers = await self._within(self.hook.finish_guard, timeout, run=run, events=events)
+        return [answer for answer in answers or () if isinstance(answer, GuardVeto)]
+
+    async def classify_error(self, error: str, run: Any, *, timeout: float) -> str | None:
+        """The class of `error`, or None (also when no plugin answered within `timeout`)."""
+        answer: str | None = await self._within(
+            self.hook.classify_error, timeout, error=error, run=run
+        )
         return answer
 
-    def implements(self, hook: str) -> bool:
-        return bool(getattr(self.manager.hook, hook).get_hookimpls())
+    async def plan_recovery(
+        self, error_class: str, run: Any, attempts: Sequence[Any], *, timeout: float
+    ) -> RecoveryPlan | None:
+        """How `run` recovers from `error_class`, or None (also when no plugin answered within
+        `timeout`)."""
+        hook = self.hook.plan_recovery
+        arguments = {"error_class": error_class, "run": run, "attempts": attempts}
+        plan: RecoveryPlan | None = await self._within(hook, timeout, **arguments)
+        return plan
+
+    async def bill_run(
+        self, run: Any, usage: Mapping[str, Any], idempotency_key: str, *, timeout: float
+    ) -> None:
+        """Deliver `run`'s bill. `TimeoutError` once the call has run `timeout` seconds (it goes
+        on in its thread, and its answer is dropped); `HookFailed` when an implementation raised
+        or was not asked (its plugin has too many calls hung): deliver it again later."""
+        hook = self.hook.bill_run
+        arguments = {"run": run, "usage": usage, "idempotency_key": idempotency_key}
+        await self._in_thread(hook, timeout, **arguments)
+
+    async def _within(self, hook: pluggy.HookCaller, timeout: float, **arguments: Any) -> Any:
+        """`hook`'s answer, or None when nothing implements it or it took more than `timeout`."""
+        if not hook.get_hookimpls():
+            return None
+        try:
+            return await self._in_thread(hook, timeout, **arguments)
+        except TimeoutError:
+            return None
+
+    async def _in_thread(self, hook: pluggy.HookCaller, timeout: float, **arguments: Any) -> Any:
+        """`hook` called with `arguments` in its threads, within `timeout` (counted from when
+        the call starts; a call past it no longer holds a place in them,
+        `gateway_kit.hooks.threads`)."""
+        progress = CallProgress()
+        try:
+            answer = await self._run(hook, progress, lambda: hook(**arguments), timeout)
+        except TimeoutError:
+            logger.error(SLOW_HOOK, progress.plugin, hook.name, timeout)
+            raise
+        if progress.failed:
+            raise HookFailed(progress.failed, hook.name)
+        return answer
 
     async def _run(
-        self, hook: str, progress: CallProgress, call: Callable[[], Any], timeout: float
+        self,
+        hook: pluggy.HookCaller,
+        progress: CallProgress,
+        call: Callable[[], Any],
+        timeout: float,
     ) -> Any:
         """`call()` in the threads of `hook`, with `progress` as the call's `CURRENT_CALL`."""
 
@@ -284,18 +280,15 @@ class Plugins:
             return call()
 
         context = contextvars.copy_context()
-        return await self._threads(hook).run(
+        return await self._threads(hook_policy(hook).pool).run(
             lambda: context.run(in_thread), timeout, lambda: self.hung.abandon(progress)
         )
 
-    def _threads(self, hook: str) -> HookThreads:
-        if hook == "bill_run":
-            kind, size = "billing", BILLING_THREADS
-        elif hook in LIFECYCLE_HOOKS:
-            kind, size = "lifecycle", LIFECYCLE_THREADS
-        else:
-            kind, size = "hook", HOOK_THREADS
-        pool = self._pools.get(kind)
-        if pool is None:
-            pool = self._pools[kind] = HookThreads(size, f"gateway-kit-{kind}")
-        return pool
+    def _threads(self, pool: str) -> HookThreads:
+        threads = self._pools.get(pool)
+        if threads is None:
+            # Read now, not at import: a test may give a kind fewer threads.
+            sizes = {BILLING_POOL: BILLING_THREADS, LIFECYCLE_POOL: LIFECYCLE_THREADS}
+            size = sizes.get(pool, HOOK_THREADS)
+            threads = self._pools[pool] = HookThreads(size, f"gateway-kit-{pool}")
+        return threads

@@ -1,14 +1,16 @@
-"""What each hook's answer may be, and what an implementation that fails counts as.
+"""How a hook is called and what an implementation that fails counts as: its `HookPolicy`.
+
+Each hook's policy is declared with its spec (`answers` in `gateway_kit.hooks.hookspecs`), and
+nowhere else: the manager reads it there, and so does the test that holds docs/plugins.md to it.
 
 Every hook implementation runs inside `guarded`: an exception, an answer its hook cannot use, or
-(for the hooks that decide who gets in) an answer slower than the plugin timeout is logged with
-the plugin's and the hook's name and replaced by the hook's failure value. Decisions about
-access fail closed: a failed `resolve_principal` is `REFUSED` (a 401), a failed
-`authorize_subscription` is ``False`` (a 403). Except when an access hook failed because the
-database cannot be reached (`DatabaseUnavailable`): that is no verdict on the request, which is
-answered 503 (try again), not 401 or 403. A failed `configure_plugin` stops the start-up,
-and a failed `bill_run` makes `Plugins.call_in_thread` raise `HookFailed` once the other
-plugins were called: the bill's delivery is made again later, with the same key.
+(for `timed` hooks) an answer slower than the plugin timeout is logged with the plugin's and the
+hook's name and replaced by the hook's failure value. Three failure values are more than a
+value: `REFUSED` (the request is refused, no other resolver asked), `RAISE` (the start-up
+stops, naming the plugin) and `RETRY` (the other plugins are still called, then the whole call
+raises `HookFailed`, to be made again later). A hook that `unavailable_raises` lets
+`DatabaseUnavailable` through: that is no verdict on the request, which is answered 503 (try
+again), not refused.
 """
 
 from __future__ import annotations
@@ -18,11 +20,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..exceptions import DatabaseUnavailable, PluginError
-from ..identity.principal import Principal
-from .results import GuardVeto, RecoveryPlan
 
 logger = logging.getLogger("gateway_kit.plugins")
 
@@ -54,59 +54,70 @@ RAISE = object()  # the failure "value" of hooks whose failure must stop the sta
 RETRY = object()  # the failure "value" of hooks whose call is made again later
 CLOCK = time.monotonic  # what times the access hooks; read when an implementation is guarded
 
+# The threads a hook's calls run in: each kind has its own, so that a hook stuck in one kind
+# never holds up the others (a hanging guard never stops bills).
+HOOK_POOL = "hook"
+LIFECYCLE_POOL = "lifecycle"
+BILLING_POOL = "billing"
+
+POLICY_ATTRIBUTE = "gateway_kit_policy"
+
 
 @dataclass(frozen=True, slots=True)
 class HookPolicy:
+    """How a hook is called, and what an implementation that fails counts as answering."""
+
     accepts: Callable[[object], bool]
     expects: str  # for the log, when an answer is not accepted
     on_failure: object = None
     timed: bool = False  # an answer slower than the plugin timeout counts as a failure
     # `DatabaseUnavailable` reaches the caller rather than counting as a failure.
     unavailable_raises: bool = False
+    pool: str = HOOK_POOL  # the threads its calls run in
 
 
-def _anything(value: object) -> bool:
+def anything(value: object) -> bool:
     return True
 
 
-def _optional(*types: type) -> Callable[[object], bool]:
+def optional(*types: type) -> Callable[[object], bool]:
+    """None, or a value of one of `types` (not an empty string)."""
     return lambda value: value is None or (isinstance(value, types) and value != "")
 
 
-def _identified(value: object) -> bool:
-    # The anonymous principal is the gateway's own answer (only with allow_anonymous, which
-    # lets it read everything): a resolver answering with it is refused, not believed.
-    return value is None or (isinstance(value, Principal) and not value.anonymous)
-
-
-def _one_of(*choices: object) -> Callable[[object], bool]:
+def one_of(*choices: object) -> Callable[[object], bool]:
     return lambda value: value in choices
 
 
-POLICIES: dict[str, HookPolicy] = {
-    "finish_guard": HookPolicy(_optional(GuardVeto), "None or a GuardVeto"),
-    "bill_run": HookPolicy(_anything, "anything", on_failure=RETRY),
-    "classify_error": HookPolicy(_optional(str), "None or an error class name"),
-    "plan_recovery": HookPolicy(_optional(RecoveryPlan), "None or a RecoveryPlan"),
-    "resolve_tmux_session": HookPolicy(_optional(str), "None or a tmux session id"),
-    "heartbeat_policy": HookPolicy(_one_of(None, "allow", "skip"), "None, 'allow' or 'skip'"),
-    "heartbeat_fallback": HookPolicy(_one_of(None, "allow", "skip"), "None, 'allow' or 'skip'"),
-    "resolve_principal": HookPolicy(
-        _identified,
-        "None or a Principal not of the anonymous method",
-        on_failure=REFUSED,
-        timed=True,
-        unavailable_raises=True,
-    ),
-    "authorize_subscription": HookPolicy(
-        lambda value: value is None or isinstance(value, bool),
-        "True, False or None",
-        on_failure=False,
-        timed=True,
-        unavailable_raises=True,
-    ),
-    "configure_plugin": HookPolicy(_anything, "anything", on_failure=RAISE),
-}
+DEFAULT_POLICY = HookPolicy(anything, "anything")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def answers(
+    accepts: Callable[[object], bool],
+    expects: str,
+    *,
+    on_failure: object = None,
+    timed: bool = False,
+    unavailable_raises: bool = False,
+    pool: str = HOOK_POOL,
+) -> Callable[[F], F]:
+    """Declare, beside a hook's spec, the answers it accepts and what a failure counts as."""
+    declared = HookPolicy(accepts, expects, on_failure, timed, unavailable_raises, pool)
+
+    def declare(spec: F) -> F:
+        setattr(spec, POLICY_ATTRIBUTE, declared)
+        return spec
+
+    return declare
+
+
+def policy_of(spec: Callable[..., Any] | None) -> HookPolicy:
+    """The policy declared with the hook spec `spec` (`DEFAULT_POLICY` when none is)."""
+    declared = getattr(spec, POLICY_ATTRIBUTE, DEFAULT_POLICY)
+    assert isinstance(declared, HookPolicy)
+    return declared
 
 
 @dataclass(slots=True)
@@ -126,10 +137,9 @@ CURRENT_CALL: contextvars.ContextVar[CallProgress | None] = contextvars.ContextV
 
 
 def guarded(
-    function: Callable[..., Any], plugin: str, hook: str, *, timeout: float
+    function: Callable[..., Any], plugin: str, hook: str, policy: HookPolicy, *, timeout: float
 ) -> Callable[..., Any]:
-    """`function`, an implementation of `hook` by `plugin`, made to fail as its policy says."""
-    policy = POLICIES.get(hook, HookPolicy(_anything, "anything"))
+    """`function`, an implementation of `hook` by `plugin`, made to fail as `policy` says."""
     # Bound once: the identity hooks run for every request the gateway serves or passes on.
     accepts, on_failure, timed, clock = (
         policy.accepts,

@@ -68,12 +68,8 @@ class BillingOutbox:
         try:
             if run is None:
                 raise LookupError(f"no run {run_id!r} for its bill")
-            await self.plugins.call_in_thread(
-                "bill_run",
-                timeout=settings.timeout,
-                run=run,
-                usage=bill.usage,
-                idempotency_key=bill.idempotency_key,
+            await self.plugins.bill_run(
+                run, bill.usage, bill.idempotency_key, timeout=settings.timeout
             )
         except (HookFailed, TimeoutError, LookupError) as exc:
             delay = min(settings.retry_delay * 2 ** (bill.tries - 1), settings.max_retry_delay)

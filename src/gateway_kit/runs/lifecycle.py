@@ -251,11 +251,13 @@ class RunLifecycle:
     async def _errored(self, run: Run, error: str) -> None:
         error_class: str | None = None
         if not run.cancel_requested:
-            error_class = await self._ask("classify_error", error=error, run=run)
+            error_class = await self.plugins.classify_error(
+                error, run, timeout=self.settings.hook_timeout
+            )
         if error_class is not None:
             attempts = await asyncio.to_thread(self.store.attempts, run.run_id)
-            plan = await self._ask(
-                "plan_recovery", error_class=error_class, run=run, attempts=attempts
+            plan = await self.plugins.plan_recovery(
+                error_class, run, attempts, timeout=self.settings.hook_timeout
             )
             if plan is not None and await self._recover(run, error_class, plan, attempts):
                 return
@@ -478,17 +480,7 @@ class RunLifecycle:
         return current
 
     async def _ask_guards(self, run: Run, events: Sequence[Event]) -> list[GuardVeto]:
-        return vetoes_of(await self._ask("finish_guard", run=run, events=events))
-
-    async def _ask(self, hook: str, **arguments: Any) -> Any:
-        if not self.plugins.implements(hook):
-            return None
-        try:
-            return await self.plugins.call_in_thread(
-                hook, timeout=self.settings.hook_timeout, **arguments
-            )
-        except TimeoutError:
-            return None
+        return await self.plugins.finish_guard(run, events, timeout=self.settings.hook_timeout)
 
     # --- life of the process -----------------------------------------------------------------
 
@@ -502,10 +494,6 @@ class RunLifecycle:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-def vetoes_of(answers: Any) -> list[GuardVeto]:
-    return [answer for answer in answers or () if isinstance(answer, GuardVeto)]
 
 
 def read_all(log: EventLog, run_id: str, types: Collection[str] = ()) -> list[Event]:

@@ -381,7 +381,7 @@ class SessionPump:
     async def _end_lost_runs(
         self, at_connect: list[Run], listed: set[str], *, header_sent: bool
     ) -> bool:
-        """Rule 6: runs goose does not list after the reconnect, with no terminal event in time.
+        """End the runs goose no longer lists after the reconnect, with no terminal event in time.
 
         After a header, a restarted goose replays nothing, so a run that finished there looks
         lost: the pump first looks again without the header, where content tells the lifetimes
@@ -415,7 +415,7 @@ class SessionPump:
         await self.lifecycle.upstream_failed(run, error)
 
     async def _recover_conversation(self) -> None:
-        """Rule 7: events fell out of goose's buffer; the session itself holds the conversation."""
+        """Too far behind goose's replay buffer: the session itself holds the conversation."""
         try:
             session = await self.upstream.get_session(self.session_id)
         except UpstreamError as exc:
