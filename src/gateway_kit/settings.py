@@ -50,7 +50,6 @@ DEFAULT_REPLY_TIMEOUT = 15.0
 DEFAULT_CANCEL_DEADLINE = 30.0
 # A run still going this long is cancelled at goose and ended with an Error (inf: no limit).
 DEFAULT_MAX_RUN_DURATION = 3600.0
-NOT_DURATION = "{name} must be a positive number of seconds (inf for no limit), got {value!r}"
 # How often each process reads revoked tokens and ended logins (the bound on a revocation
 # reaching it), and how long it may go without a read before credential checks fail closed.
 DEFAULT_CREDENTIAL_REFRESH_INTERVAL = 0.5
@@ -69,8 +68,11 @@ BAD_ORIGINS = (
 )
 
 BAD_PATH = "{name} must start with '/' and name a path, such as {example!r}; got {value!r}"
-NOT_POSITIVE_NUMBER = "{name} must be a positive number of seconds, got {value!r}"
-NOT_POSITIVE_INTEGER = "{name} must be a positive integer, got {value!r}"
+# Every setting that must be positive, wherever it is checked, is refused in these words.
+NOT_POSITIVE = "{name} must be a positive {kind}, got {value!r}"
+SECONDS = "number of seconds"
+SECONDS_OR_NO_LIMIT = "number of seconds (inf for no limit)"
+INTEGER = "integer"
 
 
 def database_url(
@@ -100,27 +102,26 @@ def check_database_url(url: object, *, source: str) -> str:
     return url
 
 
-def _positive_number(name: str, value: object) -> None:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (number and math.isfinite(value) and value > 0):  # type: ignore[arg-type,operator]
-        raise SettingsError(NOT_POSITIVE_NUMBER.format(name=name, value=value))
-
-
-def _positive_integer(name: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise SettingsError(NOT_POSITIVE_INTEGER.format(name=name, value=value))
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def check_seconds(name: str, value: object) -> None:
     """A positive, finite number of seconds; `SettingsError` naming the setting otherwise."""
-    _positive_number(name, value)
+    if not (_number(value) and math.isfinite(value) and value > 0):  # type: ignore[arg-type,operator]
+        raise SettingsError(NOT_POSITIVE.format(name=name, kind=SECONDS, value=value))
 
 
 def check_duration(name: str, value: object) -> None:
     """A positive number of seconds, or infinity for no limit."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (number and value > 0):  # type: ignore[operator]  # NaN fails this too
-        raise SettingsError(NOT_DURATION.format(name=name, value=value))
+    if not (_number(value) and value > 0):  # type: ignore[operator]  # NaN fails this too
+        raise SettingsError(NOT_POSITIVE.format(name=name, kind=SECONDS_OR_NO_LIMIT, value=value))
+
+
+def check_count(name: str, value: object) -> None:
+    """A positive integer; `SettingsError` naming the setting otherwise."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SettingsError(NOT_POSITIVE.format(name=name, kind=INTEGER, value=value))
 
 
 def _origin(value: object) -> bool:
@@ -178,7 +179,7 @@ class GatewaySettings:
             )
             set_(self, "legacy_tasks_path", path)
         for name in ("wsgi_workers", "queue_size", "max_body_bytes"):
-            _positive_integer(name, getattr(self, name))
+            check_count(name, getattr(self, name))
         for name in (
             "ping_interval",
             "send_timeout",
@@ -186,15 +187,15 @@ class GatewaySettings:
             "pump_scan_interval",
             "owned_run_sweep_interval",
         ):
-            _positive_number(name, getattr(self, name))
+            check_seconds(name, getattr(self, name))
         if not isinstance(self.working_dir, str) or not self.working_dir:
             raise SettingsError(f"working_dir must be a non-empty path, got {self.working_dir!r}")
-        _positive_number("ticket_ttl", self.ticket_ttl)
+        check_seconds("ticket_ttl", self.ticket_ttl)
         rate = self.ticket_rate
         try:
             count, seconds = rate
-            _positive_integer("ticket_rate", count)
-            _positive_number("ticket_rate", seconds)
+            check_count("ticket_rate", count)
+            check_seconds("ticket_rate", seconds)
         except (TypeError, ValueError, SettingsError):
             raise SettingsError(BAD_TICKET_RATE.format(value=rate)) from None
         set_(self, "ticket_rate", (count, float(seconds)))
@@ -212,20 +213,20 @@ class GatewaySettings:
             set_(self, "socket_origins", tuple(origins))
         for name in ("reply_timeout", "cancel_deadline"):
             if getattr(self, name) is not None:
-                _positive_number(name, getattr(self, name))
+                check_seconds(name, getattr(self, name))
         if self.max_run_duration is not None:
             check_duration("max_run_duration", self.max_run_duration)
-        _positive_integer("plugin_hung_limit", self.plugin_hung_limit)
-        _positive_number("body_timeout", self.body_timeout)
+        check_count("plugin_hung_limit", self.plugin_hung_limit)
+        check_seconds("body_timeout", self.body_timeout)
         if self.legacy_socketio_path is not None:
             path = normalize_path(
                 "legacy_socketio_path", self.legacy_socketio_path, example=LEGACY_SOCKETIO_EXAMPLE
             )
             set_(self, "legacy_socketio_path", path)
         for name in ("max_page_bytes", "max_message_bytes"):
-            _positive_integer(name, getattr(self, name))
-        _positive_number("credential_refresh_interval", self.credential_refresh_interval)
-        _positive_number("credential_stale_after", self.credential_stale_after)
+            check_count(name, getattr(self, name))
+        check_seconds("credential_refresh_interval", self.credential_refresh_interval)
+        check_seconds("credential_stale_after", self.credential_stale_after)
         if self.credential_stale_after <= self.credential_refresh_interval:
             raise SettingsError(
                 BAD_CREDENTIAL_TIMINGS.format(

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import socket
 import threading
@@ -29,26 +28,24 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from ..coordination.leases import Lease
-from ..exceptions import LogClosed, RunConflict, RunError
+from ..coordination.keepalive import LeaseKeeper
+from ..coordination.leases import DEFAULT_LEASE_TTL, Lease, LeaseLost
+from ..exceptions import RunConflict, RunError
 from ..identity.owners import UNOWNED_WRITES, StreamOwners
 from ..identity.tokens import check_user_id
 from ..log import Event, EventLog
 from ..log.event import TERMINAL_TYPES
 from ..log.transaction import Transaction
 from ..runs.events import ERROR, FINISH
+from ..settings import check_seconds
 
 logger = logging.getLogger("gateway_kit.runs")
 
-DEFAULT_LEASE_TTL = 10.0
 # Each owned run's lease is named after it; the sweeper finds them by this prefix.
 LEASE_PREFIX = "owned-run:"
-# Renewed this many times per TTL: a renewal or two may fail before the lease runs out.
-RENEWALS_PER_TTL = 3
 # An exception's text beyond this is cut from the run's Error.
 MAX_ERROR_CHARS = 4000
 
-BAD_TTL = "lease_ttl must be a positive number of seconds, got {value!r}"
 HELD_ELSEWHERE = "run {run_id!r} is already owned by another process"
 ALREADY_ENDED = "run {run_id!r} has already ended with {type}"
 NOT_OPEN = "run {run_id!r} is not open: append inside `with owned_run(...) as run:`"
@@ -83,10 +80,6 @@ def describe(exc: BaseException) -> str:
     return "".join(traceback.format_exception_only(exc)).strip()
 
 
-class LeaseLost(Exception):
-    """Raised inside an ending transaction to undo it: the lease is no longer this holder's."""
-
-
 class OwnedRun:
     """A run of `stream` that this process writes; see the module docstring.
 
@@ -111,8 +104,7 @@ class OwnedRun:
     ) -> None:
         run_id = uuid.uuid4().hex if run_id is None else run_id
         log.check(stream=stream, type=FINISH, run_id=run_id)  # InvalidEvent, nothing written
-        if not _positive(lease_ttl):
-            raise ValueError(BAD_TTL.format(value=lease_ttl))
+        check_seconds("lease_ttl", lease_ttl)
         if owner is not None:
             check_user_id(owner)
         self.owner = owner
@@ -126,8 +118,9 @@ class OwnedRun:
         self._open = False
         self._lost = False
         self._lock = threading.Lock()  # appends and the renewing thread share the lease
-        self._stop = threading.Event()
-        self._renewer: threading.Thread | None = None
+        self._keeper = LeaseKeeper(
+            self._lease, f"run {run_id}", logger=logger, on_lost=self._lease_lost, lock=self._lock
+        )
 
     @property
     def lease_ttl(self) -> float:
@@ -161,10 +154,7 @@ class OwnedRun:
             self._lease.release()
             raise
         self._open = True
-        self._renewer = threading.Thread(
-            target=self._renew_forever, name=f"gateway-kit-run-{self.run_id}", daemon=True
-        )
-        self._renewer.start()
+        self._keeper.start_thread(f"gateway-kit-run-{self.run_id}")
         return self
 
     def __exit__(
@@ -176,7 +166,7 @@ class OwnedRun:
         if not self._open:
             return
         self._open = False
-        self._stop_renewing()
+        self._keeper.stop()
         if self.ended is not None:
             return
         if exc is None:
@@ -203,7 +193,7 @@ class OwnedRun:
             raise RunError(OVER.format(run_id=self.run_id))
         if type in TERMINAL_TYPES:
             event = self._end(type, data)
-            self._stop_renewing()
+            self._keeper.stop()
             return event
         self._check_lease()
         return self.log.append(self.stream, type, data, run_id=self.run_id)
@@ -226,7 +216,7 @@ class OwnedRun:
                 event = self._ended_elsewhere()
             lease.token = None
             self.ended = event
-            self._stop.set()
+            self._keeper.stop(wait=False)
         return event
 
     def _ended_elsewhere(self) -> Event:
@@ -251,31 +241,10 @@ class OwnedRun:
 
     # --- the lease -------------------------------------------------------------------------
 
-    def _renew_forever(self) -> None:
-        interval = self._lease.ttl / RENEWALS_PER_TTL
-        while not self._stop.wait(interval):
-            try:
-                self.log.engine  # noqa: B018 - raises LogClosed once the log is closed
-                with self._lock:
-                    if self._stop.is_set():
-                        return
-                    renewed = self._lease.renew()
-            except LogClosed:
-                return
-            except Exception:
-                logger.warning("renewing the lease of run %s failed; trying again",
-                               self.run_id, exc_info=True)  # fmt: skip
-                continue
-            if not renewed:
-                self._lost = True
-                logger.warning(LEASE_LOST.format(run_id=self.run_id))
-                return
-
-    def _stop_renewing(self) -> None:
-        self._stop.set()
-        renewer = self._renewer
-        if renewer is not None and renewer is not threading.current_thread():
-            renewer.join()
+    def _lease_lost(self) -> None:
+        """The renewing thread found the lease another holder's."""
+        self._lost = True
+        logger.warning(LEASE_LOST.format(run_id=self.run_id))
 
     def __repr__(self) -> str:
         return f"OwnedRun(stream={self.stream!r}, run_id={self.run_id!r})"
@@ -293,8 +262,3 @@ def owned_run(
     `Finish` when the block ends, with `Error` when it raises or when the process dies.
     `owner` names the user the run is written for (the stream's owner unless it has one)."""
     return OwnedRun(log, stream=stream, run_id=run_id, lease_ttl=lease_ttl, owner=owner)
-
-
-def _positive(value: object) -> bool:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and math.isfinite(value) and value > 0  # type: ignore[arg-type,operator]

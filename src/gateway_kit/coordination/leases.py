@@ -17,7 +17,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ..log import EventLog
 from .tables import leases
 
-DEFAULT_TTL = 10.0
+# Seconds a lease lasts unrenewed: after its holder dies, how long until another may take it.
+DEFAULT_LEASE_TTL = 10.0
+
+
+class LeaseLost(Exception):
+    """The lease is no longer this holder's: another took it over, or it ran out and what it
+    guarded was ended elsewhere."""
 
 
 _MINE = sa.and_(
@@ -59,7 +65,9 @@ def _acquire_statement(dialect: str) -> sa.Insert:
 class Lease:
     """A lease in the log's database, written on the log's own writer connection."""
 
-    def __init__(self, log: EventLog, name: str, holder: str, ttl: float = DEFAULT_TTL) -> None:
+    def __init__(
+        self, log: EventLog, name: str, holder: str, ttl: float = DEFAULT_LEASE_TTL
+    ) -> None:
         self.log = log
         self.name = name
         self.holder = holder

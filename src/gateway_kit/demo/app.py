@@ -40,7 +40,7 @@ import socketio
 from flask import Flask, Response, jsonify, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
-from ..app_runs.owned import DEFAULT_LEASE_TTL
+from ..coordination.leases import DEFAULT_LEASE_TTL
 from ..exceptions import DatabaseUnavailable, InvalidCredential, InvalidEvent, LogClosed, RunError
 from ..http.errors import DATABASE_UNAVAILABLE
 from ..http.unavailable import DATABASE_UNAVAILABLE_MESSAGE, RETRY_AFTER_SECONDS

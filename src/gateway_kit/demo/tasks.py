@@ -19,7 +19,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..app_runs.owned import DEFAULT_LEASE_TTL, owned_run
+from ..app_runs.owned import owned_run
+from ..coordination.leases import DEFAULT_LEASE_TTL
 from ..log import EventLog
 
 MAX_EVENTS = 20_000  # the legacy deque's capacity

@@ -12,14 +12,13 @@ other tickets, so any number of tabs and devices connect at once; a user holding
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from ..log import EventLog
-from ..settings import DEFAULT_TICKET_RATE, DEFAULT_TICKET_TTL
+from ..settings import DEFAULT_TICKET_RATE, DEFAULT_TICKET_TTL, check_count, check_seconds
 from .principal import Principal
 from .secrets import digest, new_secret
 from .tables import socket_tickets
@@ -56,12 +55,10 @@ class SocketTickets:
         rate: int = DEFAULT_RATE,
         rate_window: float = DEFAULT_RATE_WINDOW,
     ) -> None:
-        for name, value in (("ttl", ttl), ("rate_window", rate_window)):
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        for name, count in (("per_user", per_user), ("rate", rate)):
-            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise ValueError(f"{name} must be a positive integer, got {count!r}")
+        check_seconds("ttl", ttl)
+        check_seconds("rate_window", rate_window)
+        check_count("per_user", per_user)
+        check_count("rate", rate)
         self.log = log
         self.ttl = float(ttl)
         self.per_user = per_user

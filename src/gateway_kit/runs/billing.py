@@ -10,13 +10,13 @@ a while first, so two processes do not deliver one bill at the same time; a clai
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
 from dataclasses import dataclass
 
 from ..coordination.periodic import Periodic
+from ..coordination.tasks import TaskSet
 from ..hooks import Plugins
 from ..hooks.policy import HookFailed
 from .store import RunStore
@@ -41,17 +41,15 @@ class BillingOutbox:
         self.plugins = plugins
         self.settings = settings or BillingSettings()
         self.holder = uuid.uuid4().hex
-        self._deliveries: set[asyncio.Task[bool]] = set()
+        self._deliveries = TaskSet()
         self._scanner = Periodic(self.deliver_due, self.settings.scan_interval, "gateway-kit-bills")
 
     def deliver_soon(self, run_id: str) -> None:
         """Deliver the run's bill now, in the background (it was just written)."""
-        task = asyncio.create_task(self.deliver(run_id), name=f"gateway-kit-bill-{run_id}")
-        self._deliveries.add(task)
+        task = self._deliveries.start(self.deliver(run_id), name=f"gateway-kit-bill-{run_id}")
         task.add_done_callback(self._delivery_done)
 
     def _delivery_done(self, task: asyncio.Task[bool]) -> None:
-        self._deliveries.discard(task)
         if not task.cancelled() and task.exception() is not None:
             # The bill stays undelivered: a scan delivers it once this claim runs out.
             logger.error("delivering a bill failed", exc_info=task.exception())
@@ -100,14 +98,8 @@ class BillingOutbox:
         self._scanner.start()
 
     async def wait_idle(self) -> None:
-        while pending := [task for task in self._deliveries if not task.done()]:
-            await asyncio.wait(pending)
+        await self._deliveries.wait_idle()
 
     async def stop(self) -> None:
         await self._scanner.stop()
-        tasks = [*self._deliveries]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._deliveries.stop()

@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from ..coordination.tasks import TaskSet
 from ..exceptions import RecoveryUsed, UpstreamError, UpstreamTimeout
 from ..hooks import GuardVeto, Plugins, RecoveryPlan
 from ..log import Event, EventLog
@@ -97,8 +98,7 @@ class LifecycleSettings:
             raise ValueError(f"max_follow_ups must be an integer, got {self.max_follow_ups!r}")
         if self.max_follow_ups < 0:
             raise ValueError(f"max_follow_ups must not be negative, got {self.max_follow_ups}")
-        if not self.hook_timeout > 0:
-            raise ValueError(f"hook_timeout must be positive, got {self.hook_timeout!r}")
+        check_duration("hook_timeout", self.hook_timeout)
         check_seconds("reply_timeout", self.reply_timeout)
         check_seconds("cancel_deadline", self.cancel_deadline)
         check_duration("max_run_duration", self.max_run_duration)
@@ -152,7 +152,7 @@ class RunLifecycle:
         self.billing = BillingOutbox(store, self.plugins, self.settings.billing)
         self.pumps: Pumps | None = None  # set by the pumps that report to this lifecycle
         self._locks: dict[str, asyncio.Lock] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet()
         self.deadlines = RunDeadlines(self)
 
     # --- what the pump reports ---------------------------------------------------------------
@@ -387,9 +387,7 @@ class RunLifecycle:
     def cancel_soon(self, run: Run) -> None:
         """Cancel the run's current goose request in the background (a reply that timed out
         may have reached goose after all: nobody would read what it does)."""
-        task = asyncio.create_task(self._cancel_current(run), name="gateway-kit-cancel")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.start(self._cancel_current(run), name="gateway-kit-cancel")
 
     async def _cancel_current(self, run: Run) -> None:
         request_id = run.upstream_request_id
@@ -491,9 +489,7 @@ class RunLifecycle:
     async def stop(self) -> None:
         await self.billing.stop()
         await self.deadlines.stop()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.stop()
 
 
 def read_all(log: EventLog, run_id: str, types: Collection[str] = ()) -> list[Event]:

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..coordination.tasks import TaskSet
 from ..exceptions import LogClosed
 from ..log import Event, EventLog
 from ..log.pages import may_continue
@@ -104,7 +105,7 @@ class RoomFeeds:
         self.max_page_bytes = max_page_bytes  # of events' data in one replay page, besides one
         self.feeds: dict[str, RoomFeed] = {}
         self._starting: dict[str, asyncio.Future[RoomFeed]] = {}
-        self._catching_up: set[asyncio.Task[None]] = set()
+        self._catching_up = TaskSet()
 
     async def join(
         self, sid: str, stream: str, cursor: Cursor, wanted: Callable[[], bool] = lambda: True
@@ -174,9 +175,7 @@ class RoomFeeds:
             finally:
                 self._joined(feed, sid, joining)
 
-        task = asyncio.create_task(catch_up(), name=f"gateway-kit-catch-up-{sid}")
-        self._catching_up.add(task)
-        task.add_done_callback(self._catching_up.discard)
+        self._catching_up.start(catch_up(), name=f"gateway-kit-catch-up-{sid}")
 
     def _joined(self, feed: RoomFeed, sid: str, joining: Joining | None) -> None:
         """`sid` is done joining: a member now, or gone; a feed nobody is left on stops."""
@@ -201,8 +200,7 @@ class RoomFeeds:
     async def close(self) -> None:
         for feed in list(self.feeds.values()):
             self._stop(feed)
-        for task in list(self._catching_up):
-            task.cancel()
+        self._catching_up.cancel()
 
     # --- the feed of one stream ------------------------------------------------------------
 

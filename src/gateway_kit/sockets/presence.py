@@ -11,20 +11,23 @@ process; they are written again from what its connections hold (`restore`).
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..coordination.leases import Lease
+from ..coordination.keepalive import LeaseKeeper
+from ..coordination.leases import DEFAULT_LEASE_TTL, Lease
 from ..coordination.tables import leases
 from ..identity.principal import Principal
 from ..log import EventLog
 from .tables import socket_connections, socket_subscriptions
 
+logger = logging.getLogger("gateway_kit.sockets")
+
 LEASE_PREFIX = "socket-process:"
-DEFAULT_TTL = 10.0
 
 # A connection's process lease, and the process leases still running at "now": a connection
 # counts only while its process's lease runs. The statements are built once: presence is
@@ -81,29 +84,27 @@ def _subscribe_statement(dialect: str) -> sa.Insert:
 
 
 class Presence:
-    def __init__(self, log: EventLog, process_id: str, *, ttl: float = DEFAULT_TTL) -> None:
+    def __init__(self, log: EventLog, process_id: str, *, ttl: float = DEFAULT_LEASE_TTL) -> None:
         self.log = log
         self.process_id = process_id
         self.lease = Lease(log, LEASE_PREFIX + process_id, process_id, ttl)
-        self._lapsed = False
+        # Renewed from the server's periodic checks, not a task of its own; taken anew after
+        # a pause long enough to lose it, since this process's connections still count.
+        self.keeper = LeaseKeeper(self.lease, f"process {process_id}", logger=logger, retake=True)
 
     def keep_alive(self) -> None:
         """Renew this process's lease when a third of its time has passed (taking it anew after
         a pause long enough to lose it), and then delete what dead processes left. Each is a
         write, which waits for the log's appends: neither is done more often than needed."""
-        now = time.time()
-        if now < self.lease.valid_until - self.lease.ttl * 2 / 3:
+        if not self.keeper.due():
             return
-        lapsed = self.lease.valid_until and now >= self.lease.valid_until
-        self.lease.acquire()
-        self._lapsed = self._lapsed or bool(lapsed)
+        self.keeper.renew_now()
         self.sweep()
 
     def lapsed(self) -> bool:
         """Whether the lease ran out before it was renewed (since this was last asked): other
         processes may have deleted this process's rows meanwhile."""
-        lapsed, self._lapsed = self._lapsed, False
-        return lapsed
+        return self.keeper.lapsed()
 
     def restore(self, connections: list[tuple[str, Principal, set[str]]]) -> None:
         """Make this process's rows what its connections hold now: ``(connection_id,

@@ -40,6 +40,7 @@ from typing import Any
 import socketio
 
 from ..coordination.periodic import Periodic
+from ..coordination.tasks import TaskSet
 from ..exceptions import DatabaseUnavailable, InvalidEvent
 from ..hooks import Plugins
 from ..hooks.manager import NOT_YOURS
@@ -187,7 +188,7 @@ class SocketServer:
         self.prefix = prefix
         self.connections: dict[str, Connection] = {}
         self._unwatch: dict[str, Callable[[], None]] = {}
-        self._closing: set[asyncio.Future[None]] = set()
+        self._closing = TaskSet()
         # A presence write failed (the database was away): this process's rows are written
         # again, from what its connections hold, at the next check.
         self._presence_stale = False
@@ -315,14 +316,11 @@ class SocketServer:
     def _close_ended(self, connection: Connection) -> None:
         """Close a connection whose credential just ended (called in its loop)."""
         if self.connections.get(connection.sid) is connection:
-            self._closing.add(asyncio.ensure_future(self._close(connection.sid)))
+            self._closing.start(self._close(connection.sid))
 
     async def _close(self, sid: str) -> None:
         logger.info("closing socket %s: its credential was revoked or logged out", sid)
-        try:
-            await self.sio.disconnect(sid, ignore_queue=True)
-        finally:
-            self._closing.discard(asyncio.current_task())
+        await self.sio.disconnect(sid, ignore_queue=True)
 
     async def _check_credentials(self) -> None:
         """Disconnect this process's connections whose credential was revoked or logged out

@@ -29,12 +29,12 @@ the session has no active run. What it does when goose misbehaves:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass
 
-from ..coordination.leases import Lease
+from ..coordination.keepalive import LeaseKeeper
+from ..coordination.leases import DEFAULT_LEASE_TTL, Lease, LeaseLost
 from ..exceptions import (
     UpstreamError,
     UpstreamHTTPError,
@@ -46,6 +46,7 @@ from ..runs.ending import terminal_event
 from ..runs.lifecycle import RunLifecycle
 from ..runs.model import Run, SessionBinding
 from ..runs.store import RunStore, lifetime_head
+from ..settings import check_count, check_duration, check_seconds
 from .appends import FrameAppender
 from .backoff import Streak
 from .goose import GooseUpstream
@@ -74,7 +75,7 @@ class PumpSettings:
     reconnect_delay: float = 0.2
     max_reconnect_delay: float = 5.0
     upstream_down_timeout: float = 300.0
-    lease_ttl: float = 10.0
+    lease_ttl: float = DEFAULT_LEASE_TTL
     # A pump, or its connection to goose, that fails this many times in a row ends its
     # session's runs.
     max_failures: int = 5
@@ -83,21 +84,18 @@ class PumpSettings:
     stable_connection: float = 30.0
 
     def __post_init__(self) -> None:
+        # Waits and limits may be infinite (no limit); a lease or a first pause may not.
         for name in (
             "lost_run_grace",
             "error_finish_grace",
-            "reconnect_delay",
             "max_reconnect_delay",
             "upstream_down_timeout",
-            "lease_ttl",
             "stable_connection",
         ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"PumpSettings.{name} must be a positive number, got {value!r}")
-        failures = self.max_failures
-        if isinstance(failures, bool) or not isinstance(failures, int) or failures < 1:
-            raise ValueError(f"PumpSettings.max_failures must be at least 1, got {failures!r}")
+            check_duration(f"PumpSettings.{name}", getattr(self, name))
+        check_seconds("PumpSettings.reconnect_delay", self.reconnect_delay)
+        check_seconds("PumpSettings.lease_ttl", self.lease_ttl)
+        check_count("PumpSettings.max_failures", self.max_failures)
 
 
 class GooseRestarted(Exception):
@@ -106,10 +104,6 @@ class GooseRestarted(Exception):
 
 class RecheckWithoutHeader(Exception):
     """A run goose should know is missing: look again header-less before calling it lost."""
-
-
-class LeaseLost(Exception):
-    """Another process took the session's lease over."""
 
 
 class Unbound(Exception):
@@ -145,18 +139,18 @@ class SessionPump:
         if binding is None:
             return False  # an unknown session, or another process pumps it
         self.binding = binding
-        keeper = asyncio.create_task(self._keep_lease())
+        keeper = LeaseKeeper(
+            self.lease, f"goose session {self.session_id}", logger=logger, retake=True
+        )
         try:
-            await self._pump()
+            async with keeper.kept():
+                await self._pump()
         except LeaseLost:
             logger.warning("pump for goose session %s lost its lease", self.session_id)
             return False
         except Unbound:
             logger.info("goose session %s no longer serves its stream", self.session_id)
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
             try:
                 await asyncio.to_thread(self.lease.release)
             except Exception:  # it runs out by itself; another process may take it then
@@ -172,18 +166,6 @@ class SessionPump:
         if binding is None or not self.lease.acquire():
             return None
         return binding
-
-    async def _keep_lease(self) -> None:
-        while True:
-            await asyncio.sleep(self.lease.ttl / 3)
-            try:
-                if not await asyncio.to_thread(self.lease.acquire):
-                    return  # another process holds it now: the pump notices at its next write
-            except Exception:
-                # A database that fails once must not end the pump: renew again soon, while
-                # the lease still holds.
-                logger.warning("renewing the lease of goose session %s failed; trying again",
-                               self.session_id, exc_info=True)  # fmt: skip
 
     async def _pump(self) -> None:
         # Only a pump's first connection sends a header. After any drop goose may have

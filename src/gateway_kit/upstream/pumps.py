@@ -15,14 +15,13 @@ through: a run is never left active because its pump's restart failed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ..coordination.leases import Lease
 from ..coordination.periodic import Periodic
+from ..coordination.tasks import TaskSet
 from ..exceptions import DatabaseUnavailable
 from ..log import EventLog
 from ..log.reconnect import Backoff
@@ -63,7 +62,7 @@ class PumpManager:
         self.lifecycle.pumps = self  # a recovery in a new session needs that session pumped
         self.holder = f"{uuid.uuid4().hex}"
         self._pumps: dict[str, asyncio.Task[bool]] = {}
-        self._rechecks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet()  # the pumps, and the rechecks and restarts they leave
         self._outages: dict[str, Backoff] = {}  # sessions whose pump found no database
         self._failures: dict[str, int] = {}  # failures in a row, per session
         self._scanner = Periodic(self.scan, scan_interval, "gateway-kit-pumps")
@@ -86,7 +85,7 @@ class PumpManager:
             settings=self.settings,
             lifecycle=self.lifecycle,
         )
-        task = asyncio.create_task(pump.run(), name=f"gateway-kit-pump-{session_id}")
+        task = self._tasks.start(pump.run(), name=f"gateway-kit-pump-{session_id}")
         task.add_done_callback(lambda done: self._pump_ended(session_id, done))
         self._pumps[session_id] = task
 
@@ -137,9 +136,7 @@ class PumpManager:
                     logger.warning(RETRYING, what, session_id, exc, pause)
                     await asyncio.sleep(pause)
 
-        task = asyncio.create_task(until_done())
-        self._rechecks.add(task)
-        task.add_done_callback(self._rechecks.discard)
+        self._tasks.start(until_done())
 
     async def _recheck(self, session_id: str) -> None:
         if await asyncio.to_thread(self.store.active_runs, session_id):
@@ -167,15 +164,9 @@ class PumpManager:
 
     async def wait_idle(self) -> None:
         """Wait until every pump started so far has ended (tests, graceful shutdown)."""
-        while pending := [t for t in (*self._pumps.values(), *self._rechecks) if not t.done()]:
-            await asyncio.wait(pending)
+        await self._tasks.wait_idle()
 
     async def stop(self) -> None:
         await self._scanner.stop()
-        tasks: list[asyncio.Task[Any]] = [*self._rechecks, *self._pumps.values()]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._tasks.stop()
         self._pumps.clear()
