@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..coordination.periodic import Periodic
 from ..log import Event
-from .events import CANCEL_REQUESTED, ERROR, FINISH
+from ..log.event import ERROR, FINISH
+from .events import CANCEL_REQUESTED
 from .model import Run, RunStatus
 
 if TYPE_CHECKING:

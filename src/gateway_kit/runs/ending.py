@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from ..log import Event, EventLog
-from .events import ERROR
+from ..log.event import ERROR
 from .model import Run, RunStatus
 from .store import RunStore
 

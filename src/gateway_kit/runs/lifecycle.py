@@ -33,6 +33,7 @@ from typing import Any, overload
 from ..exceptions import RecoveryUsed, UpstreamError, UpstreamTimeout
 from ..hooks import GuardVeto, Plugins, RecoveryPlan
 from ..log import Event, EventLog
+from ..log.event import ERROR, FINISH
 from ..log.transaction import Transaction
 from ..settings import (
     DEFAULT_CANCEL_DEADLINE,
@@ -46,8 +47,6 @@ from .billing import BillingOutbox, BillingSettings
 from .deadlines import RunDeadlines
 from .ending import settle
 from .events import (
-    ERROR,
-    FINISH,
     FOLLOW_UP_STARTED,
     GUARD_FAILED,
     RECOVERY_STARTED,
