@@ -28,7 +28,8 @@ from .events import CANCEL_REQUESTED
 from .model import Run, RunStatus
 
 if TYPE_CHECKING:
-    from .lifecycle import LifecycleSettings, RunLifecycle
+    from .lifecycle import RunLifecycle
+    from .lifecycle_settings import LifecycleSettings
 
 logger = logging.getLogger("gateway_kit.runs")
 

@@ -42,9 +42,10 @@ from ..exceptions import (
     UpstreamUnavailable,
 )
 from ..log import Event, EventLog
+from ..runs.bindings import lifetime_head
 from ..runs.lifecycle import RunLifecycle
 from ..runs.model import Run, SessionBinding
-from ..runs.store import RunStore, lifetime_head
+from ..runs.store import RunStore
 from .appends import FrameAppender
 from .backoff import Streak
 from .connection import Connection, GooseRestarted, RecheckWithoutHeader
