@@ -46,7 +46,8 @@ from _harness import PLAIN_STACK, Clients, machine_load, percentile
 
 from gateway_kit import Event, EventLog, Gateway, GooseUpstream
 from gateway_kit.gateway import ANONYMOUS_WARNING
-from gateway_kit.runs.events import FINISH, UPSTREAM_FINISH
+from gateway_kit.log.event import FINISH
+from gateway_kit.runs.events import UPSTREAM_FINISH
 from gateway_kit.testing import DEFAULT_BASE_URL, FakeGoose, Turn
 from gateway_kit.testing.bus import BusEvent, SessionBus
 from gateway_kit.types import JSONObject

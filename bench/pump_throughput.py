@@ -47,7 +47,7 @@ from _common import Case, NoopGuard, encode, print_table, rate
 from _harness import machine_load
 
 from gateway_kit import Event, EventLog, Gateway, GooseUpstream
-from gateway_kit.runs.events import FINISH
+from gateway_kit.log.event import FINISH
 from gateway_kit.testing import DEFAULT_BASE_URL, FakeGoose, Turn
 
 STREAM = "conv-1"

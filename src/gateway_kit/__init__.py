@@ -37,7 +37,7 @@ from .identity.principal import ANONYMOUS, Principal
 from .identity.ticket_routes import TicketRoutes
 from .log import Event, EventLog
 from .runs import Run, RunStatus
-from .runs.lifecycle import LifecycleSettings
+from .runs.lifecycle_settings import LifecycleSettings
 from .runs.routes import RunRoutes
 from .settings import GatewaySettings
 from .sockets import PresenceRoutes, SocketServer

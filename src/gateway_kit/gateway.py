@@ -25,7 +25,8 @@ from .identity.middleware import IdentityMiddleware
 from .identity.ticket_routes import TicketRoutes
 from .identity.tickets import SocketTickets
 from .log import EventLog
-from .runs.lifecycle import LifecycleSettings, RunLifecycle, with_limits
+from .runs.lifecycle import RunLifecycle
+from .runs.lifecycle_settings import LifecycleSettings, with_limits
 from .runs.routes import RunRoutes
 from .runs.service import RunService
 from .runs.store import RunStore

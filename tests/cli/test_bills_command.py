@@ -10,8 +10,9 @@ import pytest
 from gateway_kit import EventLog
 from gateway_kit.cli import main
 from gateway_kit.log.transaction import Transaction
+from gateway_kit.runs.bills import idempotency_key
 from gateway_kit.runs.model import Run, RunStatus
-from gateway_kit.runs.store import RunStore, idempotency_key, write_ending
+from gateway_kit.runs.store import RunStore, write_ending
 
 USAGE = {"input_tokens": 17, "output_tokens": 8, "total_tokens": 25, "cost": 0.0125}
 

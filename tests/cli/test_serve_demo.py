@@ -23,7 +23,7 @@ from gateway_kit import EventLog
 from gateway_kit.cli import main
 from gateway_kit.demo.goose import TOOL_NAME
 from gateway_kit.identity.owners import StreamOwners
-from gateway_kit.upstream.pump import LOST_RUN_ERROR
+from gateway_kit.upstream.connection import LOST_RUN_ERROR
 
 EXE = [sys.executable, "-m", "gateway_kit.cli"]
 START_TIMEOUT = 30.0

@@ -19,7 +19,7 @@ from sqlalchemy.dialects import postgresql
 
 from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
 from gateway_kit.runs.billing import BillingSettings
-from gateway_kit.runs.lifecycle import LifecycleSettings
+from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 
 from ..processes import serve_app
 from ..upstream.gateway_process import TAKEOVER

@@ -17,7 +17,8 @@ import httpx
 import sqlalchemy as sa
 
 from gateway_kit import EventLog
-from gateway_kit.runs.store import RunStore, idempotency_key
+from gateway_kit.runs.bills import idempotency_key
+from gateway_kit.runs.store import RunStore
 from gateway_kit.runs.tables import bills
 from gateway_kit.testing import FakeGoose
 

@@ -8,7 +8,8 @@ import asyncio
 import pytest
 
 from gateway_kit import EventLog, Gateway, GooseUpstream
-from gateway_kit.runs.lifecycle import LifecycleSettings, RunLifecycle
+from gateway_kit.runs.lifecycle import RunLifecycle
+from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.runs.model import Run, RunStatus
 from gateway_kit.testing import FakeGoose, Turn
 from gateway_kit.types import Receive, Scope, Send

@@ -13,7 +13,7 @@ import pytest
 from gateway_kit import Event, hookimpl
 from gateway_kit.hooks import manager
 from gateway_kit.runs.billing import BillingSettings
-from gateway_kit.runs.lifecycle import LifecycleSettings
+from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.testing import FakeGoose
 
 from ..waiting import until

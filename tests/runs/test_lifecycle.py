@@ -16,8 +16,8 @@ import pytest
 
 from gateway_kit import Event, GuardVeto, RecoveryPlan, hookimpl
 from gateway_kit.runs.billing import BillingSettings
-from gateway_kit.runs.lifecycle import LifecycleSettings
-from gateway_kit.runs.store import idempotency_key
+from gateway_kit.runs.bills import idempotency_key
+from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn
 
 from ..hooks.plugins_for_tests import plugin

@@ -16,7 +16,7 @@ import pytest
 from gateway_kit import Event, EventLog, GuardVeto, RecoveryPlan, hookimpl
 from gateway_kit.log.postgres import conninfo
 from gateway_kit.runs.billing import BillingSettings
-from gateway_kit.runs.lifecycle import LifecycleSettings
+from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.runs.store import RunStore
 from gateway_kit.testing import FakeGoose, Turn
 from gateway_kit.upstream.appends import FrameAppender

@@ -12,7 +12,8 @@ import respx
 
 from gateway_kit import Event, EventLog
 from gateway_kit.hooks import Plugins
-from gateway_kit.runs.lifecycle import LifecycleSettings, RunLifecycle
+from gateway_kit.runs.lifecycle import RunLifecycle
+from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.runs.model import Run
 from gateway_kit.runs.service import RunService
 from gateway_kit.runs.store import RunStore

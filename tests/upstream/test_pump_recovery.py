@@ -8,7 +8,7 @@ from collections import Counter
 from gateway_kit import Event
 from gateway_kit.runs.model import RunStatus
 from gateway_kit.testing import Turn
-from gateway_kit.upstream.pump import LOST_RUN_ERROR
+from gateway_kit.upstream.connection import LOST_RUN_ERROR
 from gateway_kit.upstream.translator import goose_id_at
 
 from .harness import STREAM, harness

@@ -34,9 +34,8 @@ from ..exceptions import RunConflict, RunError
 from ..identity.owners import UNOWNED_WRITES, StreamOwners
 from ..identity.tokens import check_user_id
 from ..log import Event, EventLog
-from ..log.event import TERMINAL_TYPES
+from ..log.event import ERROR, FINISH, TERMINAL_TYPES
 from ..log.transaction import Transaction
-from ..runs.events import ERROR, FINISH
 from ..settings import check_seconds
 
 logger = logging.getLogger("gateway_kit.runs")

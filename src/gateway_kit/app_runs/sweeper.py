@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from ..coordination.periodic import Periodic
 from ..coordination.tables import leases
 from ..log import Event, EventLog
+from ..log.event import ERROR
 from ..log.transaction import Transaction
-from ..runs.events import ERROR
 from ..settings import DEFAULT_OWNED_RUN_SWEEP_INTERVAL
 from .owned import LEASE_PREFIX, owned_run_of
 

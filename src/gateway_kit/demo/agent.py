@@ -13,6 +13,7 @@ import time
 import uuid
 
 from ..exceptions import LogClosed
+from ..log.event import ERROR, FINISH
 from .tasks import EventWriter
 
 logger = logging.getLogger("gateway_kit.demo")
@@ -44,14 +45,14 @@ def run_turn(write: EventWriter, message: str, *, chunk_delay: float = 0.0) -> N
                 time.sleep(chunk_delay)  # so that a person watching sees it arrive
             write("Message", {"role": "assistant", "message_id": message_id, "text": chunk})
             if message.startswith(FAIL_COMMAND):
-                write("Error", {"error": FAILURE})
+                write(ERROR, {"error": FAILURE})
                 return
-        write("Finish", {"reason": "stop"})
+        write(FINISH, {"reason": "stop"})
     except LogClosed:
         logger.info("a fake agent turn stopped: the event log was closed (the server is stopping)")
     except Exception as exc:
         logger.exception("a fake agent turn failed")
         try:
-            write("Error", {"error": str(exc)})
+            write(ERROR, {"error": str(exc)})
         except Exception:  # the store itself is failing; the thread has nowhere left to say it
             logger.exception("could not record the failure of a fake agent turn")

@@ -22,10 +22,11 @@ from typing import Any
 from ..app_runs.owned import owned_run
 from ..coordination.leases import DEFAULT_LEASE_TTL
 from ..log import EventLog
+from ..log.event import ERROR, FINISH
 
 MAX_EVENTS = 20_000  # the legacy deque's capacity
 RUNNING = "running"
-STATUS_BY_TERMINAL = {"Finish": "completed", "Error": "failed"}
+STATUS_BY_TERMINAL = {FINISH: "completed", ERROR: "failed"}
 
 # write(type, data): how a task's turn records one event, wherever events are kept.
 EventWriter = Callable[[str, dict[str, Any]], None]

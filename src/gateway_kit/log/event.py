@@ -16,7 +16,11 @@ MAX_NAME_LENGTH = 200
 # A seq is a 64-bit database integer: a larger cursor cannot be a seq of any log.
 MAX_SEQ = 2**63 - 1
 MAX_SEQ_DIGITS = len(str(MAX_SEQ))
-TERMINAL_TYPES = frozenset({"Finish", "Error"})
+# How a run ends: its first event of one of these types is its end, and the log holds nothing of
+# the run after it. (goose's own ending frames are kept under other types: `gateway_kit.runs`.)
+FINISH = "Finish"
+ERROR = "Error"
+TERMINAL_TYPES = frozenset({FINISH, ERROR})
 
 # ensure_ascii=False keeps the stored text close to what was sent; U+2028/U+2029 are legal
 # in JSON strings, and every reader decodes with json.loads, so they round-trip unchanged.

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..coordination.periodic import Periodic
 from ..log import Event
-from .events import CANCEL_REQUESTED, ERROR, FINISH
+from ..log.event import ERROR, FINISH
+from .events import CANCEL_REQUESTED
 from .model import Run, RunStatus
 
 if TYPE_CHECKING:
-    from .lifecycle import LifecycleSettings, RunLifecycle
+    from .lifecycle import RunLifecycle
+    from .lifecycle_settings import LifecycleSettings
 
 logger = logging.getLogger("gateway_kit.runs")
 

@@ -1,16 +1,8 @@
 """`RunLifecycle`: the one owner of a run's end.
 
 The pump reports what goose said about the run's current attempt; the lifecycle decides what
-follows, calling the plugins' hooks at their places:
-
-- goose's `Finish`: every `finish_guard` is asked. A veto starts a follow-up turn in the same
-  goose session, whose prompt names the vetoes' reasons and exactly their missing items; after
-  it the guards are asked again. Past `max_follow_ups` the run gets a `guard_failed` event and
-  a warning in the log, then its `Finish`. A cancelled run ends without asking the guards.
-- goose's `Error`, or an upstream failure (goose lost the run, stayed unreachable): the error is
-  classified by `classify_error`, and `plan_recovery` may answer a `RecoveryPlan`. Each kind of
-  recovery runs at most once per run; the previous goose request is cancelled first. No plan,
-  or a kind already spent: the run's `Error`.
+follows (`decisions.py`: finish guards and follow-ups, error classes and recoveries), one
+decision at a time per run, and writes the run's end.
 
 The run's `Finish` or `Error` is appended in one transaction with the run's status and its
 bill, at most once per run whatever several processes do; `bill_run` is then called through the
@@ -21,115 +13,33 @@ plugin holds up only its own run, and counts as having passed (a guard) or answe
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-import threading
 import time
-import uuid
-from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, overload
+from collections.abc import Sequence
+from typing import Any
 
 from ..coordination.tasks import TaskSet
-from ..exceptions import RecoveryUsed, UpstreamError, UpstreamTimeout
-from ..hooks import GuardVeto, Plugins, RecoveryPlan
+from ..exceptions import UpstreamError, UpstreamTimeout
+from ..hooks import Plugins
 from ..log import Event, EventLog
+from ..log.event import ERROR
 from ..log.transaction import Transaction
-from ..settings import (
-    DEFAULT_CANCEL_DEADLINE,
-    DEFAULT_MAX_RUN_DURATION,
-    DEFAULT_REPLY_TIMEOUT,
-    DEFAULT_WORKING_DIR,
-    check_duration,
-    check_seconds,
-)
-from .billing import BillingOutbox, BillingSettings
+from ..settings import DEFAULT_WORKING_DIR
+from .billing import BillingOutbox
 from .deadlines import RunDeadlines
-from .ending import settle
-from .events import (
-    ERROR,
-    FINISH,
-    FOLLOW_UP_STARTED,
-    GUARD_FAILED,
-    RECOVERY_STARTED,
-    UPSTREAM_ERROR,
-    UPSTREAM_FINISH,
-)
-from .model import Attempt, AttemptKind, Run, RunStatus
+from .decisions import RunDecisions
+from .events import UPSTREAM_ERROR, UPSTREAM_FINISH
+from .lifecycle_settings import LifecycleSettings
+from .model import Run, RunStatus
 from .ports import Pumps, Upstream
-from .store import RunStore, lifetime_head, write_ending
+from .reading import read_all
+from .store import RunStore, write_ending
 from .usage import COUNTED, run_usage
 
 logger = logging.getLogger("gateway_kit.runs")
 
-READ_BATCH = 1000
 STALE_FAILURE = "run %s: request %s was already replaced when it failed upstream: %s"
-GUARD_FAILED_WARNING = "run %s: finish guards still vetoed after %d follow-up(s): %s"
-FOLLOW_UP_PROMPT = "Your previous answer is not complete yet: {reasons}."
-MISSING_LINE = "Still missing:\n{items}"
-FOLLOW_UP_END = "Finish exactly these, then answer again."
-RETRY_FAILED = "the recovery {kind!r} could not start: {error}"
 NO_ANSWER = "goose did not answer {call} within {seconds:g} s"
-
-
-@dataclass(frozen=True, slots=True)
-class LifecycleSettings:
-    """:param max_follow_ups: follow-up turns a run may get from finish guards' vetoes.
-    :param hook_timeout: seconds one call of a lifecycle hook (`finish_guard`,
-        `classify_error`, `plan_recovery`) may take; after that the run goes on without it.
-    :param billing: timings of the billing outbox.
-    :param reply_timeout: seconds goose's answer to a `reply` (or a `cancel`) may take; a run
-        start past it fails with a 504.
-    :param cancel_deadline: seconds after a cancel within which goose's `Finish` must come;
-        after that the gateway ends the run as cancelled itself.
-    :param max_run_duration: seconds a run may go on (``inf``: no limit); after that the
-        gateway cancels goose's request and ends the run with an `Error` saying so.
-    """
-
-    max_follow_ups: int = 2
-    hook_timeout: float = 30.0
-    billing: BillingSettings = field(default_factory=BillingSettings)
-    reply_timeout: float = DEFAULT_REPLY_TIMEOUT
-    cancel_deadline: float = DEFAULT_CANCEL_DEADLINE
-    max_run_duration: float = DEFAULT_MAX_RUN_DURATION
-
-    def __post_init__(self) -> None:
-        if isinstance(self.max_follow_ups, bool) or not isinstance(self.max_follow_ups, int):
-            raise ValueError(f"max_follow_ups must be an integer, got {self.max_follow_ups!r}")
-        if self.max_follow_ups < 0:
-            raise ValueError(f"max_follow_ups must not be negative, got {self.max_follow_ups}")
-        check_duration("hook_timeout", self.hook_timeout)
-        check_seconds("reply_timeout", self.reply_timeout)
-        check_seconds("cancel_deadline", self.cancel_deadline)
-        check_duration("max_run_duration", self.max_run_duration)
-
-
-def with_limits(
-    settings: LifecycleSettings | None,
-    *,
-    reply_timeout: float | None = None,
-    cancel_deadline: float | None = None,
-    max_run_duration: float | None = None,
-) -> LifecycleSettings:
-    """`settings` (the defaults when None) with each limit given (not None) in its place."""
-    base = settings or LifecycleSettings()
-    return dataclasses.replace(
-        base,
-        reply_timeout=base.reply_timeout if reply_timeout is None else reply_timeout,
-        cancel_deadline=base.cancel_deadline if cancel_deadline is None else cancel_deadline,
-        max_run_duration=base.max_run_duration if max_run_duration is None else max_run_duration,
-    )
-
-
-def follow_up_prompt(vetoes: Sequence[GuardVeto]) -> tuple[str, list[str], list[str]]:
-    """The follow-up's prompt, the vetoes' reasons and their missing items (each once)."""
-    reasons = list(dict.fromkeys(veto.reason for veto in vetoes))
-    missing = list(dict.fromkeys(item for veto in vetoes for item in veto.missing))
-    parts = [FOLLOW_UP_PROMPT.format(reasons="; ".join(reasons))]
-    if missing:
-        parts.append(MISSING_LINE.format(items="\n".join(f"- {item}" for item in missing)))
-    parts.append(FOLLOW_UP_END)
-    return "\n\n".join(parts), reasons, missing
 
 
 class RunLifecycle:
@@ -154,6 +64,7 @@ class RunLifecycle:
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks = TaskSet()
         self.deadlines = RunDeadlines(self)
+        self.decisions = RunDecisions(self)
 
     # --- what the pump reports ---------------------------------------------------------------
 
@@ -162,14 +73,14 @@ class RunLifecycle:
         async with self._lock(run.run_id):
             current = await asyncio.to_thread(self._current, run, event)
             if current is not None:
-                await self._finished(current)
+                await self.decisions.finished(current)
 
     async def upstream_errored(self, run: Run, event: Event) -> None:
         """goose's `Error` for one of the run's requests was appended as `event`."""
         async with self._lock(run.run_id):
             current = await asyncio.to_thread(self._current, run, event)
             if current is not None:
-                await self._errored(current, str(event.data.get("error", "")))
+                await self.decisions.errored(current, str(event.data.get("error", "")))
 
     async def upstream_failed(self, run: Run, error: str) -> None:
         """`run`'s request failed upstream without an `Error` event of goose's. `run` is as the
@@ -182,7 +93,7 @@ class RunLifecycle:
             if current.upstream_request_id != run.upstream_request_id:
                 logger.info(STALE_FAILURE, run.run_id, run.upstream_request_id, error)
                 return
-            await self._errored(current, error)
+            await self.decisions.errored(current, error)
 
     async def resume(self, run: Run) -> bool:
         """A pump starts on the run's session: finish a decision a stopped process left; True
@@ -202,10 +113,10 @@ class RunLifecycle:
                     continue
                 # The first of them decides, as it did live: goose's Finish follows its Error.
                 if event.type == UPSTREAM_ERROR:
-                    await self._errored(current, str(event.data.get("error", "")))
+                    await self.decisions.errored(current, str(event.data.get("error", "")))
                     return True
                 if event.type == UPSTREAM_FINISH:
-                    await self._finished(current)
+                    await self.decisions.finished(current)
                     return True
             return False
 
@@ -217,152 +128,9 @@ class RunLifecycle:
             return None, False, []
         terminal = self.log.run_end(run_id)
         if terminal is not None:
-            settle(self.store, current, terminal)
+            self.store.settle(current, terminal)
             return current, True, []
         return current, False, read_all(self.log, run_id, (UPSTREAM_ERROR, UPSTREAM_FINISH))
-
-    # --- decisions ---------------------------------------------------------------------------
-
-    async def _finished(self, run: Run) -> None:
-        """Decide after goose's Finish of the run's current request."""
-        if run.cancel_requested:
-            await self._end(run, FINISH, {"reason": "cancelled"}, RunStatus.CANCELLED)
-            return
-        vetoes = await self._ask_guards(run, RunEvents(self.log, run.run_id))
-        if not vetoes:
-            await self._end(run, FINISH, {"reason": "stop"}, RunStatus.FINISHED)
-            return
-        prompt, reasons, missing = follow_up_prompt(vetoes)
-        attempts = await asyncio.to_thread(self.store.attempts, run.run_id)
-        follow_ups = sum(1 for a in attempts if a.kind is AttemptKind.FOLLOW_UP)
-        if follow_ups < self.settings.max_follow_ups:
-            await self._follow_up(run, prompt, reasons, missing)
-            return
-        logger.warning(GUARD_FAILED_WARNING, run.run_id, follow_ups, "; ".join(reasons))
-        failed = {
-            "type": GUARD_FAILED,
-            "reasons": reasons,
-            "missing": missing,
-            "follow_ups": follow_ups,
-        }
-        before = [{"stream": run.stream, "type": GUARD_FAILED, "data": failed}]
-        await self._end(run, FINISH, {"reason": "stop"}, RunStatus.FINISHED, before=before)
-
-    async def _errored(self, run: Run, error: str) -> None:
-        error_class: str | None = None
-        if not run.cancel_requested:
-            error_class = await self.plugins.classify_error(
-                error, run, timeout=self.settings.hook_timeout
-            )
-        if error_class is not None:
-            attempts = await asyncio.to_thread(self.store.attempts, run.run_id)
-            plan = await self.plugins.plan_recovery(
-                error_class, run, attempts, timeout=self.settings.hook_timeout
-            )
-            if plan is not None and await self._recover(run, error_class, plan, attempts):
-                return
-        data = {"error": error, "error_class": error_class}
-        await self._end(run, ERROR, data, RunStatus.FAILED)
-
-    async def _follow_up(
-        self, run: Run, prompt: str, reasons: list[str], missing: list[str]
-    ) -> None:
-        request_id = str(uuid.uuid4())
-        await self._cancel_current(run)
-        following = await asyncio.to_thread(
-            lambda: self.store.add_attempt(
-                run,
-                request_id=request_id,
-                session_id=run.session_id,
-                kind=AttemptKind.FOLLOW_UP,
-                reason="; ".join(reasons),
-            )
-        )
-        if following is None:
-            await self._stopped_meanwhile(run)
-            return
-        run = following
-        started = {"attempt": run.attempt, "reasons": reasons, "missing": missing, "prompt": prompt}
-        await self.log.aappend(run.stream, FOLLOW_UP_STARTED, started, run_id=run.run_id)
-        try:
-            await self.reply(run.session_id, prompt, request_id)
-        except UpstreamError as exc:
-            await self._errored(run, f"the follow-up turn could not start: {exc}")
-
-    async def _recover(
-        self, run: Run, error_class: str, plan: RecoveryPlan, attempts: Sequence[Attempt]
-    ) -> bool:
-        """Start the plan's retry; False when its kind was already spent in this run."""
-        if any(attempt.recovery == plan.kind for attempt in attempts):
-            logger.info("run %s: recovery %r was already used", run.run_id, plan.kind)
-            return False
-        await self._cancel_current(run)  # goose would refuse a second active request
-        session_id = run.session_id
-        try:
-            if plan.clean_session:
-                policy = plan.tool_policy
-                overrides = None if policy is None else [dict(t) for t in policy]
-                session = await self.upstream.start_session(
-                    self.working_dir, extension_overrides=overrides
-                )
-                session_id = session.id
-        except UpstreamError as exc:
-            logger.warning(RETRY_FAILED.format(kind=plan.kind, error=exc))
-            return False
-        request_id = str(uuid.uuid4())
-        try:
-            retrying = await asyncio.to_thread(
-                lambda: self.store.add_attempt(
-                    run,
-                    request_id=request_id,
-                    session_id=session_id,
-                    kind=AttemptKind.RECOVERY,
-                    recovery=plan.kind,
-                    reason=error_class,
-                )
-            )
-        except RecoveryUsed:
-            logger.info("run %s: recovery %r was already used", run.run_id, plan.kind)
-            return False
-        if retrying is None:
-            await self._stopped_meanwhile(run)
-            return True
-        run = retrying
-        if plan.clean_session:
-            # From here on the conversation lives in the new session; goose ids of the old
-            # one are never sent to it.
-            head = await lifetime_head(self.log, run.stream)
-            await asyncio.to_thread(self.store.rebind, run.stream, session_id, head)
-        started = {
-            "attempt": run.attempt,
-            "error_class": error_class,
-            "recovery": plan.kind,
-            "clean_session": plan.clean_session,
-        }
-        await self.log.aappend(run.stream, RECOVERY_STARTED, started, run_id=run.run_id)
-        context = [dict(message) for message in plan.context] if plan.context else None
-        try:
-            await self.reply(
-                session_id,
-                plan.instructions or run.message,
-                request_id,
-                override_conversation=context,
-            )
-        except UpstreamError as exc:
-            error = RETRY_FAILED.format(kind=plan.kind, error=exc)
-            data = {"error": error, "error_class": error_class}
-            await self._end(run, ERROR, data, RunStatus.FAILED)
-            return True
-        if plan.clean_session and self.pumps is not None:
-            self.pumps.ensure(session_id)
-        return True
-
-    async def _stopped_meanwhile(self, run: Run) -> None:
-        """The run was cancelled (or ended) while its guards or planners were asked: no next
-        attempt; a cancelled run ends as cancelled."""
-        current = await asyncio.to_thread(self.store.get, run.run_id)
-        if current is not None and current.active:
-            await self._end(current, FINISH, {"reason": "cancelled"}, RunStatus.CANCELLED)
 
     async def reply(
         self,
@@ -387,9 +155,9 @@ class RunLifecycle:
     def cancel_soon(self, run: Run) -> None:
         """Cancel the run's current goose request in the background (a reply that timed out
         may have reached goose after all: nobody would read what it does)."""
-        self._tasks.start(self._cancel_current(run), name="gateway-kit-cancel")
+        self._tasks.start(self.cancel_current(run), name="gateway-kit-cancel")
 
-    async def _cancel_current(self, run: Run) -> None:
+    async def cancel_current(self, run: Run) -> None:
         request_id = run.upstream_request_id
         try:
             async with asyncio.timeout(self.settings.reply_timeout):
@@ -401,7 +169,7 @@ class RunLifecycle:
         except UpstreamError as exc:  # goose answers 200 even for an unknown request
             logger.warning("cancelling request %s failed: %s", request_id, exc)
 
-    async def _end(
+    async def end_run(
         self,
         run: Run,
         type: str,
@@ -410,7 +178,8 @@ class RunLifecycle:
         *,
         before: Sequence[dict[str, Any]] = (),
     ) -> Event | None:
-        """Append the run's terminal event, with its status and bill, unless it has ended."""
+        """Append the run's terminal event, with its status and bill, unless it has ended; the
+        caller holds the run's lock."""
         ended = await asyncio.to_thread(self._end_now, run, type, data, status, before)
         if ended is not None:
             self.billing.deliver_soon(run.run_id)
@@ -447,13 +216,25 @@ class RunLifecycle:
             current = await asyncio.to_thread(self.store.get, run.run_id)
             if current is None or not current.active:
                 return None
-            return await self._end(current, type, data, status)
+            return await self.end_run(current, type, data, status)
 
     async def end_unstarted(self, run: Run, error: str) -> Event | None:
         """End a run goose never took (its `reply` was refused) with an `Error`."""
         async with self._lock(run.run_id):
             data = {"error": error, "error_class": None}
-            return await self._end(run, ERROR, data, RunStatus.FAILED)
+            return await self.end_run(run, ERROR, data, RunStatus.FAILED)
+
+    async def settle_ended(self, run: Run) -> bool:
+        """True when the log already ends the run; its row, if still active, is brought in line.
+
+        Rows written before a run's end was written with its terminal event (or by a process
+        that died between the two) can say active for a run the log has ended.
+        """
+        terminal = await self.log.arun_end(run.run_id)
+        if terminal is None:
+            return False
+        await asyncio.to_thread(self.store.settle, run, terminal)
+        return True
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -477,9 +258,6 @@ class RunLifecycle:
             return None  # a late event of an attempt that was cancelled or superseded
         return current
 
-    async def _ask_guards(self, run: Run, events: Sequence[Event]) -> list[GuardVeto]:
-        return await self.plugins.finish_guard(run, events, timeout=self.settings.hook_timeout)
-
     # --- life of the process -----------------------------------------------------------------
 
     async def start(self) -> None:
@@ -490,48 +268,3 @@ class RunLifecycle:
         await self.billing.stop()
         await self.deadlines.stop()
         await self._tasks.stop()
-
-
-def read_all(log: EventLog, run_id: str, types: Collection[str] = ()) -> list[Event]:
-    """Every committed event of the run (of `types`, if given), oldest first: its writers have
-    committed what is decided on, which a reader by cursor may not be given yet."""
-    events: list[Event] = []
-    while True:
-        after = events[-1].seq if events else 0
-        batch = log.read(after, None, READ_BATCH, run_id=run_id, types=types, settled=False)
-        events.extend(batch)
-        if len(batch) < READ_BATCH:
-            return events
-
-
-class RunEvents(Sequence[Event]):
-    """A run's events as the finish guards get them: read when a guard first looks, in the
-    guard's thread, once for all of them; a guard that never looks costs no read."""
-
-    def __init__(self, log: EventLog, run_id: str) -> None:
-        self._log = log
-        self._run_id = run_id
-        self._events: list[Event] | None = None
-        self._lock = threading.Lock()
-
-    def _loaded(self) -> list[Event]:
-        with self._lock:
-            if self._events is None:
-                self._events = read_all(self._log, self._run_id)
-            return self._events
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Event]: ...
-    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
-        return self._loaded()[index]
-
-    def __len__(self) -> int:
-        return len(self._loaded())
-
-    def __iter__(self) -> Iterator[Event]:
-        return iter(self._loaded())
-
-    def __repr__(self) -> str:
-        return f"RunEvents({self._run_id!r})"

@@ -20,7 +20,6 @@ from ..identity.owners import StreamTaken
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_WORKING_DIR
-from .ending import settle_ended
 from .events import CANCEL_REQUESTED, RUN_STARTED
 from .lifecycle import RunLifecycle
 from .model import Attempt, Run, RunStatus
@@ -123,7 +122,7 @@ class RunService:
         """`RunConflict` while the stream's run is active; a run whose terminal event is in the
         log has ended, even if the process that appended it has not recorded that yet."""
         active = await asyncio.to_thread(self.store.active_run, stream)
-        if active is not None and not await settle_ended(self.log, self.store, active):
+        if active is not None and not await self.lifecycle.settle_ended(active):
             raise RunConflict(f"stream {stream!r} already has an active run")
 
     async def _refused(self, run: Run, exc: UpstreamError) -> None:

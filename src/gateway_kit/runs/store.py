@@ -1,4 +1,5 @@
-"""Runs and stream → session bindings in the database, shared by every gateway process."""
+"""Runs, their attempts, their stream → session bindings and their bills in the database,
+shared by every gateway process."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import sqlalchemy as sa
 
 from ..exceptions import RecoveryUsed, RunConflict
 from ..identity.owners import claim
-from ..log import EventLog
+from ..log import Event
+from ..log.event import ERROR
 from ..log.transaction import Transaction
-from .model import Attempt, AttemptKind, Bill, Run, RunStatus, SessionBinding
-from .tables import attempts, bills, runs, sessions
+from .bills import BILL, Bills, idempotency_key
+from .bindings import SessionBindings
+from .model import Attempt, AttemptKind, Run, RunStatus
+from .tables import attempts, runs
 
 
 def _run(row: Any) -> Run:
@@ -44,33 +48,8 @@ def _attempt(row: Any) -> Attempt:
     )
 
 
-def _bill(row: Any) -> Bill:
-    return Bill(
-        run_id=row.run_id,
-        idempotency_key=row.idempotency_key,
-        stream=row.stream,
-        status=row.status,
-        usage=json.loads(row.usage),
-        created_at=row.created_at,
-        tries=row.tries,
-        delivered_at=row.delivered_at,
-        last_error=row.last_error,
-    )
-
-
-def idempotency_key(run_id: str) -> str:
-    """The key every delivery of a run's bill carries: one run, one key."""
-    return f"gateway-kit-run:{run_id}"
-
-
-def _binding(row: Any) -> SessionBinding:
-    return SessionBinding(row.stream, row.session_id, int(row.lifetime_start_seq))
-
-
 ACTIVE = RunStatus.ACTIVE.value
 # The reads made for every run, made once: they are compiled once per database driver.
-BINDING = sa.select(sessions).where(sessions.c.stream == sa.bindparam("stream"))
-BINDING_OF_SESSION = sa.select(sessions).where(sessions.c.session_id == sa.bindparam("session"))
 RUN = sa.select(runs).where(runs.c.run_id == sa.bindparam("run_id"))
 RUN_OF_REQUEST = (
     sa.select(runs)
@@ -100,92 +79,20 @@ END = (
     .where(runs.c.status == ACTIVE)
     .values(status=sa.bindparam("end_status"), finished_at=sa.bindparam("end_at"))
 )
-BILL = bills.insert().values(
-    run_id=sa.bindparam("bill_run_id"),
-    idempotency_key=sa.bindparam("bill_key"),
-    stream=sa.bindparam("bill_stream"),
-    status=sa.bindparam("bill_status"),
-    usage=sa.bindparam("bill_usage"),
-    created_at=sa.bindparam("bill_created_at"),
-    tries=0,
-    next_try_at=sa.bindparam("bill_next_try_at"),
-)
 
 
 class _NotGoingOn(Exception):
     """The run ended or was asked to stop: its next attempt is not recorded."""
 
 
-class RunStore:
-    """:param engine: where the rows are written (and read, without a `reader`).
+class RunStore(SessionBindings, Bills):
+    """Runs and their attempts; with the stream → session bindings (`bindings.py`) and the
+    bills (`bills.py`).
+
+    :param engine: where the rows are written (and read, without a `reader`).
     :param reader: the log on the same database, whose own connections the frequent reads
         use (no connection is opened per read).
     """
-
-    def __init__(self, engine: sa.Engine, *, reader: EventLog | None = None) -> None:
-        self.engine = engine
-        self.reader = reader
-
-    def _rows(self, statement: sa.Executable, params: dict[str, Any] | None = None) -> list[Any]:
-        if self.reader is not None:
-            return self.reader.select(statement, params)
-        with self.engine.connect() as conn:
-            return list(conn.execute(statement, params or {}))
-
-    def _first(self, statement: sa.Executable, params: dict[str, Any]) -> Any:
-        rows = self._rows(statement, params)
-        return rows[0] if rows else None
-
-    # --- sessions --------------------------------------------------------------------------
-
-    def binding(self, stream: str) -> SessionBinding | None:
-        row = self._first(BINDING, {"stream": stream})
-        return None if row is None else _binding(row)
-
-    def binding_of_session(self, session_id: str) -> SessionBinding | None:
-        row = self._first(BINDING_OF_SESSION, {"session": session_id})
-        return None if row is None else _binding(row)
-
-    def bind(self, stream: str, session_id: str) -> SessionBinding:
-        """Bind a new goose session to `stream`; if another process bound one first, keep that."""
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    sessions.insert().values(
-                        stream=stream,
-                        session_id=session_id,
-                        lifetime_start_seq=0,
-                        created_at=time.time(),
-                    )
-                )
-        except sa.exc.IntegrityError:
-            pass
-        binding = self.binding(stream)
-        assert binding is not None
-        return binding
-
-    def rebind(self, stream: str, session_id: str, after_seq: int) -> SessionBinding:
-        """Serve `stream` from a new goose session from now on; its goose ids begin after
-        `after_seq`, and the old session's pump, finding no binding, stops."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                sessions.update()
-                .where(sessions.c.stream == stream)
-                .values(session_id=session_id, lifetime_start_seq=after_seq)
-            )
-        binding = self.binding(stream)
-        assert binding is not None
-        return binding
-
-    def start_lifetime(self, session_id: str, after_seq: int) -> None:
-        """goosed restarted: goose ids of events up to `after_seq` must never be sent again."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                sessions.update()
-                .where(sessions.c.session_id == session_id)
-                .where(sessions.c.lifetime_start_seq < after_seq)
-                .values(lifetime_start_seq=after_seq)
-            )
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -308,70 +215,9 @@ class RunStore:
             result = conn.execute(END, end_params(run_id, status))
         return bool(result.rowcount)
 
-    # --- bills -----------------------------------------------------------------------------
-
-    def bill(self, run_id: str) -> Bill | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(bills).where(bills.c.run_id == run_id)).first()
-        return None if row is None else _bill(row)
-
-    def bills(self, *, undelivered: bool = False) -> list[Bill]:
-        query = sa.select(bills).order_by(bills.c.created_at)
-        if undelivered:
-            query = query.where(bills.c.delivered_at.is_(None))
-        with self.engine.connect() as conn:
-            return [_bill(row) for row in conn.execute(query)]
-
-    def due_bills(self, now: float, limit: int = 100) -> list[str]:
-        """Undelivered bills whose next try is due and that nobody holds a claim on."""
-        query = (
-            sa.select(bills.c.run_id)
-            .where(bills.c.delivered_at.is_(None))
-            .where(bills.c.next_try_at <= now)
-            .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < now))
-            .order_by(bills.c.next_try_at)
-            .limit(limit)
-        )
-        with self.engine.connect() as conn:
-            return [row.run_id for row in conn.execute(query)]
-
-    def claim_bill(self, run_id: str, holder: str, ttl: float) -> Bill | None:
-        """Take the delivery of a bill for `ttl` seconds; None if delivered or claimed."""
-        now = time.time()
-        with self.engine.begin() as conn:
-            result = conn.execute(
-                bills.update()
-                .where(bills.c.run_id == run_id)
-                .where(bills.c.delivered_at.is_(None))
-                .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < now))
-                .values(claimed_by=holder, claimed_until=now + ttl, tries=bills.c.tries + 1)
-            )
-        return self.bill(run_id) if result.rowcount else None
-
-    def bill_delivered(self, run_id: str, holder: str) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                bills.update()
-                .where(bills.c.run_id == run_id)
-                .where(bills.c.claimed_by == holder)
-                .values(delivered_at=time.time(), claimed_until=None, last_error=None)
-            )
-
-    def bill_failed(
-        self, run_id: str, holder: str, error: str, retry_at: float, keep_claim: bool = False
-    ) -> None:
-        """Record a failed delivery; the next try after `retry_at` (and, with `keep_claim`,
-        not before this holder's claim runs out)."""
-        values: dict[str, Any] = {"next_try_at": retry_at, "last_error": error}
-        if not keep_claim:
-            values["claimed_until"] = None
-        with self.engine.begin() as conn:
-            conn.execute(
-                bills.update()
-                .where(bills.c.run_id == run_id)
-                .where(bills.c.claimed_by == holder)
-                .values(**values)
-            )
+    def settle(self, run: Run, terminal: Event) -> None:
+        """Bring the row of a run the log has ended (by `terminal`) in line with that end."""
+        self.end(run.run_id, ending_status(terminal.type, cancel_requested=run.cancel_requested))
 
     def request_cancel(self, run_id: str) -> bool:
         with self.engine.begin() as conn:
@@ -382,6 +228,13 @@ class RunStore:
                 .values(cancel_requested=True)
             )
         return bool(result.rowcount)
+
+
+def ending_status(event_type: str, *, cancel_requested: bool) -> RunStatus:
+    """The status a run's terminal event of `event_type` gives it."""
+    if event_type == ERROR:
+        return RunStatus.FAILED
+    return RunStatus.CANCELLED if cancel_requested else RunStatus.FINISHED
 
 
 def end_params(run_id: str, status: RunStatus) -> dict[str, Any]:
@@ -412,11 +265,3 @@ def write_ending(
         "bill_next_try_at": others_from,
     }
     transaction.execute(BILL, bill)
-
-
-async def lifetime_head(log: EventLog, stream: str) -> int:
-    """Where a new goose lifetime of `stream` begins: after its newest committed event,
-    settled or not. The settled head of PostgreSQL lags while an older transaction runs
-    anywhere on the server, and the old lifetime's goose ids above it would be sent again."""
-    newest = await log.alatest(stream)
-    return 0 if newest is None else newest.seq

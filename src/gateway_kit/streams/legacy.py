@@ -28,7 +28,7 @@ from ..hooks import Plugins
 from ..http.errors import NOT_FOUND, HTTPError
 from ..http.request import BadPath, Request, decode_segment, relative_path
 from ..log import EventLog
-from ..log.event import MAX_SEQ, check_name, shown
+from ..log.event import ERROR, FINISH, MAX_SEQ, check_name, shown
 from ..settings import DEFAULT_LEGACY_TASKS_PATH
 from ..types import ASGIApp, Receive, Scope, Send
 from .page import send_json_pieces
@@ -41,7 +41,7 @@ logger = logging.getLogger("gateway_kit.streams")
 MAX_EVENTS = 20_000
 BAD_OFFSET = "from must be a non-negative integer index, got {value}"
 OFFSET_TOO_LARGE = "from is larger than any index a task can have, got {value}"
-STATUS_BY_TERMINAL = {"Finish": "completed", "Error": "failed"}
+STATUS_BY_TERMINAL = {FINISH: "completed", ERROR: "failed"}
 RUNNING = "running"
 NO_SUCH_TASK = "no task {task_id} of yours"
 

@@ -19,13 +19,19 @@ from typing import Any
 
 from ..exceptions import InvalidEvent
 from ..log import Event, EventLog
-from ..runs.events import PAYLOAD_DROPPED, stored_type
+from ..runs.events import PAYLOAD_DROPPED, UPSTREAM_ERROR, UPSTREAM_FINISH
 from ..runs.model import Run
 from ..runs.store import RunStore
-from .goose_frames import UpstreamFrame
+from .goose_frames import GOOSE_ERROR, GOOSE_FINISH, UpstreamFrame
 
 MESSAGE_FIELDS = ("chat_request_id", "request_id", "message_id")
 DIGEST = "sha256"
+# goose's frame type → the type it is kept under, when it is not goose's own.
+STORED_TYPES = {GOOSE_FINISH: UPSTREAM_FINISH, GOOSE_ERROR: UPSTREAM_ERROR}
+
+
+def stored_type(frame_type: str) -> str:
+    return STORED_TYPES.get(frame_type, frame_type)
 
 
 def encoded(data: dict[str, Any]) -> bytes:

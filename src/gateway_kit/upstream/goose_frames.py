@@ -15,7 +15,10 @@ from gateway_kit.exceptions import UpstreamError
 from gateway_kit.types import JSONObject
 
 TOO_FAR_BEHIND_ID = 0
-ERROR_TYPE = "Error"
+# How goose ends one of its requests: not the run's end (`gateway_kit.log.event`), which the
+# lifecycle decides; the log keeps these under types of their own (`gateway_kit.runs.events`).
+GOOSE_FINISH = "Finish"
+GOOSE_ERROR = "Error"
 ACTIVE_REQUESTS_TYPE = "ActiveRequests"
 
 BAD_ID_MESSAGE = "goose sent an event id that is not a non-negative integer: {raw!r}"
@@ -65,7 +68,7 @@ class UpstreamFrame:
     @property
     def too_far_behind(self) -> bool:
         """goose's answer to a `Last-Event-ID` older than its replay buffer."""
-        return self.id == TOO_FAR_BEHIND_ID and self.type == ERROR_TYPE
+        return self.id == TOO_FAR_BEHIND_ID and self.type == GOOSE_ERROR
 
     def __repr__(self) -> str:
         return f"UpstreamFrame(id={self.id!r}, type={self.type!r}, data={self.data!r})"

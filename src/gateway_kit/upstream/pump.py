@@ -6,7 +6,8 @@ process that holds the session's lease. The pump decides nothing about a run's e
 become appends (`appends.py`), goose's `Finish`, `Error` and upstream failures go to the
 lifecycle (`gateway_kit.runs.lifecycle`), which ends the run or starts its next attempt. The
 translator (`translator.py`) decides what is sent back as `Last-Event-ID`. The pump ends when
-the session has no active run. What it does when goose misbehaves:
+the session has no active run. Each connection to goose is read by a `Connection`
+(`connection.py`); the pump decides what follows its end. What it does when goose misbehaves:
 
 - any reconnection is made without the header, since goose may have restarted meanwhile;
   replayed events the log holds are recognised by content;
@@ -36,36 +37,31 @@ from dataclasses import dataclass
 from ..coordination.keepalive import LeaseKeeper
 from ..coordination.leases import DEFAULT_LEASE_TTL, Lease, LeaseLost
 from ..exceptions import (
-    UpstreamError,
     UpstreamHTTPError,
     UpstreamTooFarBehind,
     UpstreamUnavailable,
 )
 from ..log import Event, EventLog
-from ..runs.ending import terminal_event
+from ..runs.bindings import lifetime_head
 from ..runs.lifecycle import RunLifecycle
 from ..runs.model import Run, SessionBinding
-from ..runs.store import RunStore, lifetime_head
+from ..runs.store import RunStore
 from ..settings import check_count, check_duration, check_seconds
 from .appends import FrameAppender
 from .backoff import Streak
+from .connection import Connection, GooseRestarted, RecheckWithoutHeader
 from .goose import GooseUpstream
-from .goose_events import GooseEventStream
 from .goose_frames import UpstreamFrame
-from .prefetch import ReadAhead
-from .translator import ResumePlan, is_duplicate, plan_resume
+from .translator import ResumePlan, plan_resume
 
 logger = logging.getLogger("gateway_kit.upstream")
 
-LOST_RUN_ERROR = "the upstream lost this run: goose no longer knows request {request_id}"
 UNREACHABLE_ERROR = "the upstream stayed unreachable for {seconds:g} s; the run was abandoned"
 CUT_STREAM_ERROR = (
     "goose kept cutting its event stream: {count} connection(s) in a row over {seconds:.1f} s "
     "brought nothing new (the last: {error}); the run was abandoned"
 )
 CLOSED_EMPTY = "goose closed the event stream"
-RECOVERED_TYPE = "UpdateConversation"
-MAX_BATCH = 1000  # frames written in one transaction at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +92,6 @@ class PumpSettings:
         check_seconds("PumpSettings.reconnect_delay", self.reconnect_delay)
         check_seconds("PumpSettings.lease_ttl", self.lease_ttl)
         check_count("PumpSettings.max_failures", self.max_failures)
-
-
-class GooseRestarted(Exception):
-    """goosed started a new lifetime: its ids began again at 1."""
-
-
-class RecheckWithoutHeader(Exception):
-    """A run goose should know is missing: look again header-less before calling it lost."""
 
 
 class Unbound(Exception):
@@ -175,26 +163,33 @@ class SessionPump:
         streak = Streak(self.settings.reconnect_delay, self.settings.max_reconnect_delay)
         while True:
             if not first:  # the first look is the one `run` made just before
-                await self._check_bound()
-            runs = await self._active_runs()
+                await self.check_bound()
+            runs = await self.active_runs()
             moved = [await self.lifecycle.resume(run) for run in runs]
             active = None if any(moved) else runs  # a run that moved on: look again at connect
             plan = await asyncio.to_thread(self._plan)
-            if not plan.connect and not await self._active_runs():
+            if not plan.connect and not await self.active_runs():
                 return  # the log already ends the latest run: goose is not contacted
             header = plan.last_event_id if first else None
             check_gap, first = not first, False
             written, opened = self.written, time.monotonic()
             failure: Exception | None = None
+            connection = Connection(
+                self,
+                header=header,
+                known=plan.newest_persisted,
+                check_gap=check_gap,
+                lost_run_grace=self.settings.lost_run_grace,
+                error_finish_grace=self.settings.error_finish_grace,
+            )
             try:
-                if await self._consume(header, plan.newest_persisted, check_gap, active):
+                if await connection.consume(active):
                     return
             except RecheckWithoutHeader:
                 continue
             except GooseRestarted as exc:
                 logger.warning("goose restarted under session %s; new lifetime", self.session_id)
-                head = await lifetime_head(self.log, self.binding.stream)
-                await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)
+                await self.start_lifetime()
                 failure = exc
             except UpstreamTooFarBehind as exc:
                 failure = exc
@@ -203,8 +198,8 @@ class SessionPump:
                 failure = exc
             except UpstreamHTTPError as exc:  # e.g. goose no longer knows the session
                 logger.error("goose refused the events of session %s: %s", self.session_id, exc)
-                for run in await self._active_runs():
-                    await self._fail(run, f"the upstream refused the session's events: {exc}")
+                for run in await self.active_runs():
+                    await self.fail(run, f"the upstream refused the session's events: {exc}")
                 return
             sound = self.written > written or (
                 time.monotonic() - opened >= self.settings.stable_connection
@@ -231,185 +226,9 @@ class SessionPump:
             count=streak.count, seconds=streak.elapsed, error=streak.last_error
         )
         logger.error("goose session %s: %s", self.session_id, error)
-        for run in await self._active_runs():
-            await self._fail(run, error)
+        for run in await self.active_runs():
+            await self.fail(run, error)
         return False
-
-    async def _consume(
-        self, header: int | None, known: int | None, check_gap: bool, active: list[Run] | None
-    ) -> bool:
-        """Read one connection; True when nothing is left to pump. `active`: the runs active
-        just before, when known (a run started since is newer than the connection)."""
-        at_connect = await self._active_runs() if active is None else active
-        self.appender.know(at_connect)
-        async with self.upstream.events(self.session_id, header) as frames:
-            listed: set[str] = set()
-            reader = asyncio.create_task(self._read(frames, header, known, check_gap, listed))
-            watchdog = asyncio.create_task(
-                self._end_lost_runs(at_connect, listed, header_sent=header is not None)
-            )
-            try:
-                await asyncio.wait({reader, watchdog}, return_when=asyncio.FIRST_COMPLETED)
-                if watchdog.done() and not reader.done() and watchdog.result():
-                    return True  # every active run was lost and ended: nothing to wait for
-                return await reader
-            finally:
-                for task in (reader, watchdog):
-                    task.cancel()
-                await asyncio.gather(reader, watchdog, return_exceptions=True)
-
-    async def _read(
-        self,
-        frames: GooseEventStream,
-        header: int | None,
-        known: int | None,
-        check_gap: bool,
-        listed: set[str],
-    ) -> bool:
-        ahead = ReadAhead(frames)
-        try:
-            return await self._read_ahead(ahead, header, known, check_gap, listed)
-        finally:
-            await ahead.aclose()
-
-    async def _read_ahead(
-        self,
-        ahead: ReadAhead,
-        header: int | None,
-        known: int | None,
-        check_gap: bool,
-        listed: set[str],
-    ) -> bool:
-        deadline: float | None = None  # set after an Error: wait this long for its Finish
-        pending: list[UpstreamFrame] = []  # read, to be written together
-        while True:
-            if pending and not ahead.ready:
-                await asyncio.sleep(0)  # let what has arrived meanwhile be parsed first
-            if pending and not ahead.ready:
-                async with ahead.paused():
-                    await self._write(pending)  # nothing more has arrived: write what has
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                frames = await ahead.next_batch(timeout)
-            except StopAsyncIteration:
-                await self._write(pending)
-                return False
-            except TimeoutError:  # only while nothing is pending: it was written first
-                if not await self._active_runs():
-                    return True
-                deadline = None
-                continue
-            except Exception:  # the connection failed: what it brought before still counts
-                await self._write(pending)
-                raise
-            for frame in frames:
-                if len(pending) >= MAX_BATCH:
-                    async with ahead.paused():
-                        await self._write(pending)
-                if frame.id is None:  # a frame without a goose id (ActiveRequests) moves no cursor
-                    if frame.type == "ActiveRequests":
-                        listed.update(str(r) for r in frame.data.get("request_ids", []))
-                    continue
-                if known is not None and frame.id <= known:
-                    await self._write(pending)  # what the comparison reads must be written
-                    # goose replays only ids above the header within one lifetime; header-less,
-                    # an id it already gave must name the very same event.
-                    if header is None and await is_duplicate(
-                        self.log, self.binding, frame.id, frame.data
-                    ):
-                        continue
-                    raise GooseRestarted
-                if check_gap and known is not None and frame.id > known + 1:
-                    await self._write(pending)
-                    await self._recover_conversation()
-                check_gap = False
-                known = frame.id
-                pending.append(frame)
-                if frame.type not in ("Finish", "Error"):
-                    continue
-                event = (await self._write(pending))[-1]  # with what came before, at once
-                run = await self.appender.run_for(frame.run_key)
-                if run is None:
-                    continue
-                if frame.type == "Finish":
-                    await self.lifecycle.upstream_finished(run, event)
-                else:
-                    await self.lifecycle.upstream_errored(run, event)
-                    deadline = time.monotonic() + self.settings.error_finish_grace
-                await self._check_bound()  # a recovery may have moved the stream elsewhere
-                if frame.type == "Finish" and not await self._active_runs():
-                    return True
-
-    async def _write(self, frames: list[UpstreamFrame]) -> list[Event]:
-        """Append `frames` (and empty the list); the events written."""
-        if not frames:
-            return []
-        if not self.lease.held:
-            raise LeaseLost
-        events = await self.appender.append_all(self.binding.stream, frames)
-        frames.clear()
-        self.written += len(events)
-        return events
-
-    async def _check_bound(self) -> None:
-        binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
-        if binding is None:
-            raise Unbound
-        self.binding = binding
-
-    async def _active_runs(self) -> list[Run]:
-        return await asyncio.to_thread(self.store.active_runs, self.session_id)
-
-    async def _end_lost_runs(
-        self, at_connect: list[Run], listed: set[str], *, header_sent: bool
-    ) -> bool:
-        """End the runs goose no longer lists after the reconnect, with no terminal event in time.
-
-        After a header, a restarted goose replays nothing, so a run that finished there looks
-        lost: the pump first looks again without the header, where content tells the lifetimes
-        apart.
-        """
-        await asyncio.sleep(self.settings.lost_run_grace)
-        lost = False
-        for run in at_connect:
-            if run.upstream_request_id in listed:
-                continue
-            current = await asyncio.to_thread(self.store.get, run.run_id)
-            if current is None or not current.active or await terminal_event(self.log, current):
-                continue
-            if current.upstream_request_id != run.upstream_request_id:
-                continue  # a newer attempt, started after this connection: goose has it
-            if header_sent:
-                raise RecheckWithoutHeader
-            error = LOST_RUN_ERROR.format(request_id=run.upstream_request_id)
-            await self._fail(current, error)
-            lost = True
-        if lost:
-            # goose forgetting an in-flight request means it restarted: from here on, the ids
-            # persisted so far belong to its previous lifetime and are never sent again.
-            head = await lifetime_head(self.log, self.binding.stream)
-            await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)
-        return not await self._active_runs()
-
-    async def _fail(self, run: Run, error: str) -> None:
-        if not self.lease.held:
-            raise LeaseLost
-        await self.lifecycle.upstream_failed(run, error)
-
-    async def _recover_conversation(self) -> None:
-        """Too far behind goose's replay buffer: the session itself holds the conversation."""
-        try:
-            session = await self.upstream.get_session(self.session_id)
-        except UpstreamError as exc:
-            logger.warning("could not recover session %s: %s", self.session_id, exc)
-            return
-        active = await self._active_runs()
-        await self.log.aappend(
-            self.binding.stream,
-            RECOVERED_TYPE,
-            {"type": RECOVERED_TYPE, "conversation": session.conversation or [], "recovered": True},
-            run_id=active[0].run_id if len(active) == 1 else None,
-        )
 
     async def _wait_for_goose(self, streak: Streak) -> bool:
         """Wait until goose answers `/status`; False, once the session's runs are ended, when
@@ -432,6 +251,37 @@ class SessionPump:
             delay = min(delay * 2, settings.max_reconnect_delay)
         error = UNREACHABLE_ERROR.format(seconds=settings.upstream_down_timeout)
         logger.error("goose session %s: %s", self.session_id, error)
-        for run in await self._active_runs():
-            await self._fail(run, error)
+        for run in await self.active_runs():
+            await self.fail(run, error)
         return False
+
+    # --- what a connection uses (`connection.Session`) -------------------------------------
+
+    async def write(self, frames: list[UpstreamFrame]) -> list[Event]:
+        """Append `frames` (and empty the list); the events written."""
+        if not frames:
+            return []
+        if not self.lease.held:
+            raise LeaseLost
+        events = await self.appender.append_all(self.binding.stream, frames)
+        frames.clear()
+        self.written += len(events)
+        return events
+
+    async def check_bound(self) -> None:
+        binding = await asyncio.to_thread(self.store.binding_of_session, self.session_id)
+        if binding is None:
+            raise Unbound
+        self.binding = binding
+
+    async def active_runs(self) -> list[Run]:
+        return await asyncio.to_thread(self.store.active_runs, self.session_id)
+
+    async def fail(self, run: Run, error: str) -> None:
+        if not self.lease.held:
+            raise LeaseLost
+        await self.lifecycle.upstream_failed(run, error)
+
+    async def start_lifetime(self) -> None:
+        head = await lifetime_head(self.log, self.binding.stream)
+        await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)

@@ -1,0 +1,111 @@
+"""The bills of ended runs, as rows: written with a run's terminal event (`write_ending` of
+`store.py`), then claimed and delivered by the billing outbox (`billing.py`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import sqlalchemy as sa
+
+from .model import Bill
+from .rows import Rows
+from .tables import bills
+
+BILL = bills.insert().values(
+    run_id=sa.bindparam("bill_run_id"),
+    idempotency_key=sa.bindparam("bill_key"),
+    stream=sa.bindparam("bill_stream"),
+    status=sa.bindparam("bill_status"),
+    usage=sa.bindparam("bill_usage"),
+    created_at=sa.bindparam("bill_created_at"),
+    tries=0,
+    next_try_at=sa.bindparam("bill_next_try_at"),
+)
+
+
+def idempotency_key(run_id: str) -> str:
+    """The key every delivery of a run's bill carries: one run, one key."""
+    return f"gateway-kit-run:{run_id}"
+
+
+def _bill(row: Any) -> Bill:
+    return Bill(
+        run_id=row.run_id,
+        idempotency_key=row.idempotency_key,
+        stream=row.stream,
+        status=row.status,
+        usage=json.loads(row.usage),
+        created_at=row.created_at,
+        tries=row.tries,
+        delivered_at=row.delivered_at,
+        last_error=row.last_error,
+    )
+
+
+class Bills(Rows):
+    """The bills of the run store."""
+
+    def bill(self, run_id: str) -> Bill | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(bills).where(bills.c.run_id == run_id)).first()
+        return None if row is None else _bill(row)
+
+    def bills(self, *, undelivered: bool = False) -> list[Bill]:
+        query = sa.select(bills).order_by(bills.c.created_at)
+        if undelivered:
+            query = query.where(bills.c.delivered_at.is_(None))
+        with self.engine.connect() as conn:
+            return [_bill(row) for row in conn.execute(query)]
+
+    def due_bills(self, now: float, limit: int = 100) -> list[str]:
+        """Undelivered bills whose next try is due and that nobody holds a claim on."""
+        query = (
+            sa.select(bills.c.run_id)
+            .where(bills.c.delivered_at.is_(None))
+            .where(bills.c.next_try_at <= now)
+            .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < now))
+            .order_by(bills.c.next_try_at)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [row.run_id for row in conn.execute(query)]
+
+    def claim_bill(self, run_id: str, holder: str, ttl: float) -> Bill | None:
+        """Take the delivery of a bill for `ttl` seconds; None if delivered or claimed."""
+        now = time.time()
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                bills.update()
+                .where(bills.c.run_id == run_id)
+                .where(bills.c.delivered_at.is_(None))
+                .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < now))
+                .values(claimed_by=holder, claimed_until=now + ttl, tries=bills.c.tries + 1)
+            )
+        return self.bill(run_id) if result.rowcount else None
+
+    def bill_delivered(self, run_id: str, holder: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                bills.update()
+                .where(bills.c.run_id == run_id)
+                .where(bills.c.claimed_by == holder)
+                .values(delivered_at=time.time(), claimed_until=None, last_error=None)
+            )
+
+    def bill_failed(
+        self, run_id: str, holder: str, error: str, retry_at: float, keep_claim: bool = False
+    ) -> None:
+        """Record a failed delivery; the next try after `retry_at` (and, with `keep_claim`,
+        not before this holder's claim runs out)."""
+        values: dict[str, Any] = {"next_try_at": retry_at, "last_error": error}
+        if not keep_claim:
+            values["claimed_until"] = None
+        with self.engine.begin() as conn:
+            conn.execute(
+                bills.update()
+                .where(bills.c.run_id == run_id)
+                .where(bills.c.claimed_by == holder)
+                .values(**values)
+            )
