@@ -106,6 +106,9 @@ POLICIES: dict[str, HookPolicy] = {
         unavailable_raises=True,
     ),
     "configure_plugin": HookPolicy(_anything, "anything", on_failure=RAISE),
+    "cookie_logins": HookPolicy(
+        lambda value: isinstance(value, tuple) and len(value) == 2, "None or (reader, ended)"
+    ),
 }
 
 
