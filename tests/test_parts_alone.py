@@ -302,23 +302,19 @@ def test_a_part_used_alone_says_what_it_was_not_handed(log: EventLog) -> None:
         PumpManager(log=log, store=RunStore(log.engine), upstream=None)  # type: ignore[call-arg,arg-type]
 
 
-def lifespan_messages(app: Any) -> list[str]:
-    """Run `app` through a server's start-up and shutdown; the answers it sent."""
+async def through_lifespan(app: Any) -> list[str]:
+    """Take `app` through a server's start-up and shutdown; the answers it sent."""
     sent: list[str] = []
+    inbox: asyncio.Queue[dict[str, str]] = asyncio.Queue()
+    for kind in ("lifespan.startup", "lifespan.shutdown"):
+        inbox.put_nowait({"type": kind})
 
-    async def main() -> None:
-        inbox: asyncio.Queue[dict[str, str]] = asyncio.Queue()
-        for kind in ("lifespan.startup", "lifespan.shutdown"):
-            inbox.put_nowait({"type": kind})
+    async def send(message: Any) -> None:
+        sent.append(message["type"])
 
-        async def send(message: Any) -> None:
-            sent.append(message["type"])
-
-        await asyncio.wait_for(
-            app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send), 10
-        )
-
-    asyncio.run(main())
+    await asyncio.wait_for(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send), 10
+    )
     return sent
 
 
@@ -351,15 +347,18 @@ def test_one_lifespan_part_on_top_of_a_hand_built_stack_starts_and_stops_the_wor
             Work("streams", service.startup, service.shutdown, on_request=False),
         ],
     )
-    assert lifespan_messages(app) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
-    assert done == ["start sweeper", "stop sweeper"]
 
-    async def after_shutdown() -> int | None:
-        return (await Request(app, "/gateway/streams/conv/events").run()).status
+    async def main() -> None:
+        sent = await through_lifespan(app)
+        assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+        assert done == ["start sweeper", "stop sweeper"]
+        # The part on top closed the service's streams; a request served after the shutdown
+        # (one still in flight) starts nothing again.
+        after = await Request(app, "/gateway/streams/conv/events").run()
+        assert after.status == 503
+        assert done == ["start sweeper", "stop sweeper"]
 
-    # The service's streams were closed by the part on top, and a request starts nothing again.
-    assert asyncio.run(after_shutdown()) == 503
-    assert done == ["start sweeper", "stop sweeper"]
+    asyncio.run(main())
 
 
 def test_without_a_lifespan_the_first_request_starts_the_work_once(log: EventLog) -> None:

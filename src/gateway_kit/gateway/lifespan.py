@@ -40,5 +40,6 @@ def background_work(services: Services) -> list[Work]:
         ]
     sockets = services.sockets
     if sockets is not None:
-        work.append(Work("Socket.IO server", sockets.startup, sockets.shutdown))
+        # Its presence checks run with a lifespan only, as they always have.
+        work.append(Work("Socket.IO server", sockets.startup, sockets.shutdown, on_request=False))
     return work

@@ -60,22 +60,23 @@ class Lifespan:
         self.app = app
         self.work = tuple(work)
         self._loop: asyncio.AbstractEventLoop | None = None  # where the work was last started
-        self._shut_down = False  # after a shutdown, only the next start-up starts it again
+        # Where a shutdown stopped it: in that loop only the next start-up starts it again (a
+        # request served after the shutdown must not undo it); another loop is another run.
+        self._stopped_in: asyncio.AbstractEventLoop | None = None
 
     async def startup(self) -> None:
-        self._shut_down = False
-        self._loop = asyncio.get_running_loop()
+        self._loop, self._stopped_in = asyncio.get_running_loop(), None
         for work in self.work:
             await work.start()
 
     async def shutdown(self) -> None:
-        self._shut_down = True
+        self._loop, self._stopped_in = None, asyncio.get_running_loop()
         for work in self.work:
             await work.stop()
 
     async def _on_request(self) -> None:
         loop = asyncio.get_running_loop()
-        if self._shut_down or self._loop is loop:
+        if loop is self._loop or loop is self._stopped_in:
             return
         self._loop = loop  # set first: requests arriving meanwhile start nothing twice
         for work in self.work:
