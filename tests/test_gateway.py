@@ -246,8 +246,8 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         parts.append(type(app).__name__)
         app = getattr(app, "app", None) if not isinstance(app, WrappedApp) else None
     assert parts == [
+        "Lifespan",  # starts and stops every piece of background work, and serves nothing
         "DatabaseUnavailableAnswer",  # a database that cannot be reached is a 503 everywhere
-        "SweepOwnedRuns",  # observes every request: it only starts the sweeper
         "IdentityMiddleware",
         "StreamRoutes",
         "RunRoutes",

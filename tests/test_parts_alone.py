@@ -29,9 +29,12 @@ from gateway_kit import (
     RunRoutes,
     StreamRoutes,
 )
+from gateway_kit.http.lifespan import Lifespan, Work
 from gateway_kit.principal import principal_of
+from gateway_kit.runs.lifecycle import RunLifecycle
 from gateway_kit.runs.service import RunService
 from gateway_kit.runs.store import RunStore
+from gateway_kit.streams import StreamService
 from gateway_kit.testing import FakeGoose
 from gateway_kit.types import Receive, Scope, Send
 from gateway_kit.upstream.pumps import PumpManager
@@ -83,11 +86,16 @@ async def client_for(app: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app.test")
 
 
+def builtins() -> Plugins:
+    return Plugins(load_entry_points=False)
+
+
 def test_stream_routes_around_a_fastapi_app(log: EventLog) -> None:
     log.append("conv", "Message", {"text": "hi"})
     started: list[str] = []
-    alone = StreamRoutes(fastapi_app(started), log=log)
-    app = IdentityMiddleware(alone, allow_anonymous=True)
+    plugins = builtins()
+    alone = StreamRoutes(fastapi_app(started), log=log, plugins=plugins)
+    app = IdentityMiddleware(alone, plugins=plugins, allow_anonymous=True)
 
     async def main() -> None:
         async with await client_for(alone) as client:
@@ -106,7 +114,9 @@ def test_stream_routes_around_a_fastapi_app(log: EventLog) -> None:
 
 def test_stream_routes_pass_the_lifespan_on_and_watch_it(log: EventLog) -> None:
     started: list[str] = []
-    app = StreamRoutes(fastapi_app(started), log=log)
+    plugins = builtins()
+    # Made from the log alone, its stream service is its own: nobody else could end its streams.
+    app = StreamRoutes(fastapi_app(started), log=log, plugins=plugins)
     sent: list[str] = []
 
     async def main() -> None:
@@ -126,7 +136,7 @@ def test_stream_routes_pass_the_lifespan_on_and_watch_it(log: EventLog) -> None:
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
 
     async def after_shutdown() -> int | None:
-        anonymous = IdentityMiddleware(app, allow_anonymous=True)
+        anonymous = IdentityMiddleware(app, plugins=plugins, allow_anonymous=True)
         request = await Request(anonymous, "/gateway/streams/conv/events").run()
         return request.status
 
@@ -156,7 +166,12 @@ def test_identity_around_a_starlette_app_puts_the_principal_in_the_scope(log: Ev
 
 def test_the_legacy_poll_around_a_fastapi_app(log: EventLog) -> None:
     log.append("conv", "Message", {"text": "from the log"}, run_id="task-1")
-    app = IdentityMiddleware(LegacyTaskPoll(fastapi_app(), log=log), allow_anonymous=True)
+    plugins = builtins()
+    app = IdentityMiddleware(
+        LegacyTaskPoll(fastapi_app(), log=log, plugins=plugins),
+        plugins=plugins,
+        allow_anonymous=True,
+    )
 
     async def main() -> None:
         async with await client_for(app) as client:
@@ -201,10 +216,19 @@ def test_the_run_api_around_a_starlette_app(log: EventLog) -> None:
                 base_url=GOOSE_URL, secret_key=fake.secret_key, client=goose_client
             )
             store = RunStore(log.engine)
-            pumps = PumpManager(log=log, store=store, upstream=upstream, settings=FAST)
-            service = RunService(log=log, store=store, upstream=upstream, pumps=pumps)
+            plugins = builtins()
+            # One lifecycle, handed to both: one set of per-run locks decides how a run ends.
+            lifecycle = RunLifecycle(log=log, store=store, upstream=upstream, plugins=plugins)
+            pumps = PumpManager(
+                log=log, store=store, upstream=upstream, settings=FAST, lifecycle=lifecycle
+            )
+            service = RunService(
+                log=log, store=store, upstream=upstream, pumps=pumps, lifecycle=lifecycle
+            )
             app = IdentityMiddleware(
-                RunRoutes(starlette_app(), service=service), allow_anonymous=True
+                RunRoutes(starlette_app(), service=service, plugins=plugins),
+                plugins=plugins,
+                allow_anonymous=True,
             )
             try:
                 async with await client_for(app) as client:
@@ -218,6 +242,7 @@ def test_the_run_api_around_a_starlette_app(log: EventLog) -> None:
                     assert shown["status"] == "finished"
             finally:
                 await pumps.stop()
+                await lifecycle.stop()
                 await goose_client.aclose()
 
     asyncio.run(main())
@@ -243,11 +268,15 @@ def test_a_stack_composed_by_hand_like_the_readme_shows(log: EventLog) -> None:
 
 def test_a_part_mounted_below_a_starlette_router_sees_its_own_root_path(log: EventLog) -> None:
     log.append("conv", "Message", {"text": "hi"})
-    inner = StreamRoutes(starlette_app(), log=log)
+    plugins = builtins()
+    inner = StreamRoutes(starlette_app(), log=log, plugins=plugins)
     # An outer part reads the path first, relative to the server's root; Starlette's Mount then
     # moves the root below /api, and the inner part must read the path relative to that.
     app = IdentityMiddleware(
-        RunRoutes(Starlette(routes=[StarletteMount("/api", app=inner)]), service=None),
+        RunRoutes(
+            Starlette(routes=[StarletteMount("/api", app=inner)]), service=None, plugins=plugins
+        ),
+        plugins=plugins,
         allow_anonymous=True,
     )
 
@@ -258,3 +287,91 @@ def test_a_part_mounted_below_a_starlette_router_sees_its_own_root_path(log: Eve
             assert [e["data"] for e in page.json()["events"]] == [{"text": "hi"}]
 
     asyncio.run(main())
+
+
+def test_a_part_used_alone_says_what_it_was_not_handed(log: EventLog) -> None:
+    with pytest.raises(TypeError, match=r"StreamRoutes needs service= .* or log="):
+        StreamRoutes(fastapi_app(), plugins=builtins())
+    with pytest.raises(TypeError, match=r"LegacyTaskPoll needs service= .* or log="):
+        LegacyTaskPoll(fastapi_app(), plugins=builtins())
+    with pytest.raises(TypeError, match="plugins"):
+        RunRoutes(fastapi_app(), service=None)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="plugins"):
+        IdentityMiddleware(fastapi_app())  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="lifecycle"):
+        PumpManager(log=log, store=RunStore(log.engine), upstream=None)  # type: ignore[call-arg,arg-type]
+
+
+async def through_lifespan(app: Any) -> list[str]:
+    """Take `app` through a server's start-up and shutdown; the answers it sent."""
+    sent: list[str] = []
+    inbox: asyncio.Queue[dict[str, str]] = asyncio.Queue()
+    for kind in ("lifespan.startup", "lifespan.shutdown"):
+        inbox.put_nowait({"type": kind})
+
+    async def send(message: Any) -> None:
+        sent.append(message["type"])
+
+    await asyncio.wait_for(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send), 10
+    )
+    return sent
+
+
+def recorded(name: str, done: list[str], *, on_request: bool = True) -> Work:
+    async def start() -> None:
+        done.append(f"start {name}")
+
+    async def stop() -> None:
+        done.append(f"stop {name}")
+
+    return Work(name, start, stop, on_request=on_request)
+
+
+def test_one_lifespan_part_on_top_of_a_hand_built_stack_starts_and_stops_the_work(
+    log: EventLog,
+) -> None:
+    log.append("conv", "Message", {"text": "hi"})
+    plugins = builtins()
+    service = StreamService(log)
+    done: list[str] = []
+    stack = IdentityMiddleware(
+        StreamRoutes(fastapi_app(), service=service, plugins=plugins),
+        plugins=plugins,
+        allow_anonymous=True,
+    )
+    app = Lifespan(
+        stack,
+        work=[
+            recorded("sweeper", done),
+            Work("streams", service.startup, service.shutdown, on_request=False),
+        ],
+    )
+
+    async def main() -> None:
+        sent = await through_lifespan(app)
+        assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+        assert done == ["start sweeper", "stop sweeper"]
+        # The part on top closed the service's streams; a request served after the shutdown
+        # (one still in flight) starts nothing again.
+        after = await Request(app, "/gateway/streams/conv/events").run()
+        assert after.status == 503
+        assert done == ["start sweeper", "stop sweeper"]
+
+    asyncio.run(main())
+
+
+def test_without_a_lifespan_the_first_request_starts_the_work_once(log: EventLog) -> None:
+    done: list[str] = []
+    app = Lifespan(
+        starlette_app(),
+        work=[recorded("pumps", done), recorded("reopen", done, on_request=False)],
+    )
+
+    async def main() -> None:
+        async with await client_for(app) as client:
+            for _ in range(3):
+                assert (await client.get("/hello")).text == "hi"
+
+    asyncio.run(main())
+    assert done == ["start pumps"]

@@ -42,6 +42,12 @@ class FlaskSessionIdentity:
             self.ended = EndedLogins(context.log, max_age=settings.max_age)
 
     @hookimpl(trylast=True)
+    def cookie_logins(self) -> tuple[FlaskSessionReader, EndedLogins] | None:
+        if self.reader is None or self.ended is None:
+            return None
+        return self.reader, self.ended
+
+    @hookimpl(trylast=True)
     def resolve_principal(self, scope: Scope) -> Principal | None:
         if self.reader is None:
             return None

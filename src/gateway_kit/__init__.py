@@ -29,6 +29,7 @@ from .exceptions import (
 from .gateway import Gateway
 from .hooks import GuardVeto, PluginContext, Plugins, RecoveryPlan, hookimpl
 from .http.fallback import PrefixNotFound
+from .http.lifespan import Lifespan, Work
 from .http.middleware import Middleware
 from .http.mount import Mount
 from .identity.middleware import IdentityMiddleware
@@ -62,6 +63,7 @@ __all__ = [
     "InvalidEvent",
     "LegacyTaskPoll",
     "LifecycleSettings",
+    "Lifespan",
     "LogClosed",
     "Middleware",
     "Mount",
@@ -97,6 +99,7 @@ __all__ = [
     "UpstreamTimeout",
     "UpstreamTooFarBehind",
     "UpstreamUnavailable",
+    "Work",
     "WrappedApp",
     "hookimpl",
     "owned_run",

@@ -44,6 +44,9 @@ DEFAULT_WORKING_DIR = "."
 DEFAULT_TICKET_TTL = 30.0
 DEFAULT_TICKET_RATE = (20, 10.0)  # tickets per credential, per seconds
 DEFAULT_LEGACY_SOCKET_TOKEN_PATH = "/api/socket-token"
+DEFAULT_REDIS_CHANNEL = "gateway-kit-socketio"  # one per deployment on a shared Redis
+BAD_REDIS_URL = "socketio_redis_url must be None or a Redis URL (redis://...), got {value!r}"
+BAD_REDIS_CHANNEL = "socketio_redis_channel must be a non-empty string, got {value!r}"
 # goose answers `reply` at once and works in the background: a start waits this long at most.
 DEFAULT_REPLY_TIMEOUT = 15.0
 # After a cancel, goose's Finish is awaited this long; then the gateway ends the run itself.
@@ -169,6 +172,8 @@ class GatewaySettings:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     credential_refresh_interval: float = DEFAULT_CREDENTIAL_REFRESH_INTERVAL
     credential_stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER
+    socketio_redis_url: str | None = None
+    socketio_redis_channel: str = DEFAULT_REDIS_CHANNEL
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -233,6 +238,13 @@ class GatewaySettings:
                     stale=self.credential_stale_after, interval=self.credential_refresh_interval
                 )
             )
+
+        redis = self.socketio_redis_url
+        if redis is not None and not (isinstance(redis, str) and redis):
+            raise SettingsError(BAD_REDIS_URL.format(value=redis))
+        channel = self.socketio_redis_channel
+        if not isinstance(channel, str) or not channel:
+            raise SettingsError(BAD_REDIS_CHANNEL.format(value=channel))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import httpx
 import pytest
 from gateway_kit_plugins.flask_session_identity import FlaskSessionIdentity
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, Principal, hookimpl
+from gateway_kit.hooks import PluginContext
+from gateway_kit.identity.flask_session import FlaskSessionReader
+from gateway_kit.identity.logins import EndedLogins
 from gateway_kit.identity.owners import StreamOwners
+from gateway_kit.types import Scope
 
 from .helpers import (
     OLD_SECRET,
@@ -171,6 +176,28 @@ class OwnCookieResolver(FlaskSessionIdentity):
     """A deployment's resolver built on the built-in one, under a name of its own."""
 
 
+class CookieResolverOfItsOwn:
+    """A deployment's cookie resolver that holds the built-in one under names of its own: the
+    gateway learns how it reads logins from its `cookie_logins` answer, not its attributes."""
+
+    __name__ = "own_cookie"
+
+    def __init__(self) -> None:
+        self._inner = FlaskSessionIdentity()
+
+    @hookimpl
+    def configure_plugin(self, config: Mapping[str, Any], context: PluginContext) -> None:
+        self._inner.configure_plugin(config, context)
+
+    @hookimpl
+    def cookie_logins(self) -> tuple[FlaskSessionReader, EndedLogins] | None:
+        return self._inner.cookie_logins()
+
+    @hookimpl
+    def resolve_principal(self, scope: Scope) -> Principal | None:
+        return self._inner.resolve_principal(scope)
+
+
 @pytest.mark.parametrize("resolver", ["built-in", "built on it"])
 def test_logging_out_ends_the_login_and_a_copy_of_its_cookie_is_refused(
     log: EventLog, resolver: str
@@ -183,6 +210,17 @@ def test_logging_out_ends_the_login_and_a_copy_of_its_cookie_is_refused(
         )
         assert gateway.plugins.manager.get_plugin("flask_session_identity") is None
 
+    logging_out_ends_the_login(gateway)
+
+
+def test_a_resolver_answering_cookie_logins_has_its_logouts_noticed(log: EventLog) -> None:
+    gateway = strict_gateway(
+        log, plugins=[CookieResolverOfItsOwn()], block_plugins=["flask_session_identity"]
+    )
+    logging_out_ends_the_login(gateway)
+
+
+def logging_out_ends_the_login(gateway: Gateway) -> None:
     async def body(client: httpx.AsyncClient, other_login: httpx.AsyncClient):
         csrf = await log_in(client, "alice")
         await log_in(other_login, "alice")

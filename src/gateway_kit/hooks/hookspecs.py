@@ -195,6 +195,25 @@ def resolve_principal(scope: Scope) -> Principal | None:
 
 @hookspec(firstresult=True)
 @answers(
+    lambda value: value is None or (isinstance(value, tuple) and len(value) == 2),
+    "None or (reader, ended)",
+)
+def cookie_logins() -> tuple[Any, Any] | None:
+    """Say how the wrapped Flask app's session cookie is read, and where its ended logins are
+    noted, so that a logout the app answers ends that login at once.
+
+    Called once when the `Gateway` is made, after `configure_plugin`. Stops at the first
+    non-None result. The identity stage then notes the login of every response that clears a
+    cookie principal's session, and the Socket.IO server closes that login's sockets.
+
+    :returns: ``(reader, ended)``: the `FlaskSessionReader` that reads the cookie
+        (`gateway_kit.identity.flask_session`) and the `EndedLogins` where logouts are noted
+        (`gateway_kit.identity.logins`); or ``None`` when this plugin reads no cookie.
+    """
+
+
+@hookspec(firstresult=True)
+@answers(
     allowed_or_refused,
     "True, False or None",
     on_failure=False,

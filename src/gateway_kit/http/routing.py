@@ -6,6 +6,10 @@ path is split on ``/`` first and each segment decoded alone; a parameter is one 
 segment. A path that a route names but with another method is a 405 with ``Allow``; a path under
 the prefix that no route names is passed on (the stack's last part under the prefix answers the
 JSON 404), so that several parts can share one prefix.
+
+`RoutesMiddleware` is the skeleton of every part that serves routes of its own: it serves what
+its router names and passes everything else, lifespan messages included, to the app below.
+`path_stream` is the one refusal of a stream name taken from a path.
 """
 
 from __future__ import annotations
@@ -13,13 +17,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..types import Receive, Scope, Send
+from ..exceptions import InvalidEvent
+from ..log.event import check_name
+from ..types import ASGIApp, Receive, Scope, Send
 from .errors import METHOD_NOT_ALLOWED, HTTPError, send_error
 from .request import BadPath, Request, decode_segment, relative_path
 
 Endpoint = Callable[[Request], Awaitable[None]]
 
 INVALID_PATH = "invalid_path"
+INVALID_STREAM = "invalid_stream"
+BAD_STREAM = "{error}: no stream can have that name"
 METHOD_NOT_ALLOWED_MESSAGE = "{method} is not allowed here; use {allowed}"
 BAD_TEMPLATE = "a route path is '/' and segments, each a word or a {{parameter}}; got {path!r}"
 
@@ -108,3 +116,43 @@ class Router:
         message = METHOD_NOT_ALLOWED_MESSAGE.format(method=method, allowed=allow)
         await send_error(send, 405, METHOD_NOT_ALLOWED, message, [(b"allow", allow.encode())])
         return True
+
+
+class RoutesMiddleware:
+    """A part of the stack that serves the HTTP requests its `router` names and passes every
+    other request, and every lifespan message, on to `app` untouched.
+
+    A part whose routes are not all under one prefix overrides `serve`."""
+
+    def __init__(self, app: ASGIApp, router: Router) -> None:
+        self.app = app
+        self.router = router
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Serve an HTTP request that is this part's own; False (nothing sent) for any other."""
+        router = self.router
+        return router.owns(relative_path(scope)) and await router.handle(scope, receive, send)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and await self.serve(scope, receive, send):
+            return
+        await self.app(scope, receive, send)
+
+
+def unfit_stream(stream: str) -> str | None:
+    """Why no stream can have the name `stream` (the log would refuse it), or None."""
+    try:
+        check_name("stream", stream)
+    except InvalidEvent as exc:
+        return BAD_STREAM.format(error=exc)
+    return None
+
+
+def path_stream(request: Request, name: str = "stream") -> str:
+    """The stream named by the path parameter `name`; a 400 ``invalid_stream`` when no stream
+    can have that name, before anything is asked or read."""
+    stream = request.path_params[name]
+    unfit = unfit_stream(stream)
+    if unfit is not None:
+        raise HTTPError(400, INVALID_STREAM, unfit)
+    return stream

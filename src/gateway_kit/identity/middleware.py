@@ -52,8 +52,7 @@ def refusal(message: str) -> dict[str, object]:
 
 
 class IdentityMiddleware:
-    """:param plugins: whose `resolve_principal` hooks to ask (a `Plugins` of the built-ins
-        when not given).
+    """:param plugins: whose `resolve_principal` hooks to ask.
     :param allow_anonymous: give a request nobody answers for the ``anonymous`` principal.
     :param csrf_paths: path prefixes whose unsafe requests need a browser principal's CSRF
         token (the gateway's own routes; the wrapped app keeps its own protection).
@@ -68,14 +67,14 @@ class IdentityMiddleware:
         self,
         app: ASGIApp,
         *,
-        plugins: Plugins | None = None,
+        plugins: Plugins,
         allow_anonymous: bool = False,
         csrf_paths: Sequence[str] = (),
         csrf_exempt: Sequence[str] = (),
         logins: tuple[FlaskSessionReader, EndedLogins] | None = None,
     ) -> None:
         self.app = app
-        self.plugins = plugins if plugins is not None else Plugins()
+        self.plugins = plugins
         self.allow_anonymous = allow_anonymous
         self.csrf_paths = tuple(csrf_paths)
         self.csrf_exempt = tuple(csrf_exempt)

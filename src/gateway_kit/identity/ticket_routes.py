@@ -21,7 +21,7 @@ import math
 
 from ..http.errors import HTTPError, send_json
 from ..http.request import Request, relative_path
-from ..http.routing import Route, Router
+from ..http.routing import Route, Router, RoutesMiddleware
 from ..settings import DEFAULT_LEGACY_SOCKET_TOKEN_PATH, DEFAULT_PREFIX
 from ..types import ASGIApp, Receive, Scope, Send
 from .tickets import RateLimited, SocketTickets
@@ -36,7 +36,7 @@ CSRF_HEADER = b"x-csrf-token"
 CSRF_PARAM = "csrf_token"
 
 
-class TicketRoutes:
+class TicketRoutes(RoutesMiddleware):
     """:param tickets: the ticket store.
     :param prefix: where ``/socket-tickets`` lives.
     :param legacy_path: where the legacy token endpoint lives; None leaves it to the app.
@@ -50,28 +50,24 @@ class TicketRoutes:
         prefix: str = DEFAULT_PREFIX,
         legacy_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
     ) -> None:
-        self.app = app
-        self.tickets = tickets
-        self.router = Router(
-            prefix.rstrip("/"), [Route("/socket-tickets", self.issue, methods=("POST",))]
+        super().__init__(
+            app,
+            Router(prefix.rstrip("/"), [Route("/socket-tickets", self.issue, methods=("POST",))]),
         )
+        self.tickets = tickets
         self.legacy_path = legacy_path
         self.legacy = Router("", [Route(legacy_path, self.issue_legacy)]) if legacy_path else None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path = relative_path(scope)
-            if self.router.owns(path) and await self.router.handle(scope, receive, send):
-                return
-            # Every request of the app passes here: only the legacy path is looked at further.
-            legacy = self.legacy
-            if (
-                legacy is not None
-                and path == self.legacy_path
-                and await legacy.handle(scope, receive, send)
-            ):
-                return
-        await self.app(scope, receive, send)
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        if await super().serve(scope, receive, send):
+            return True
+        # Every request of the app passes here: only the legacy path is looked at further.
+        legacy = self.legacy
+        return (
+            legacy is not None
+            and relative_path(scope) == self.legacy_path
+            and await legacy.handle(scope, receive, send)
+        )
 
     async def _issue(self, request: Request) -> tuple[str, int]:
         principal = request.principal

@@ -38,9 +38,8 @@ from ..exceptions import (
 from ..hooks import Plugins
 from ..http.body import read_json_body
 from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
-from ..http.lifespan import observe_lifespan
-from ..http.request import Request, relative_path
-from ..http.routing import Route, Router
+from ..http.request import Request
+from ..http.routing import Route, Router, RoutesMiddleware
 from ..identity.owners import CLAIMING, StreamOwners
 from ..identity.tokens import check_user_id
 from ..settings import (
@@ -49,7 +48,7 @@ from ..settings import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_PREFIX,
 )
-from ..types import ASGIApp, Receive, Scope, Send
+from ..types import ASGIApp
 from .model import Attempt, Run
 from .service import NO_RUN, RunService
 
@@ -95,13 +94,14 @@ def attempt_json(attempt: Attempt) -> dict[str, Any]:
     }
 
 
-class RunRoutes:
-    """:param service: what starts and cancels runs; None answers 501 (no upstream).
+class RunRoutes(RoutesMiddleware):
+    """:param service: what starts and cancels runs; None answers 501 (no upstream). Its pumps
+        and lifecycle are started and stopped by whoever made it
+        (`gateway_kit.http.lifespan.Lifespan`), not here.
+    :param plugins: whose `authorize_subscription` decides who uses a stream's runs.
     :param prefix: where the routes live.
     :param max_body_bytes: the largest request body accepted (413 above it).
     :param max_message_bytes: the largest message a run starts with, UTF-8 (413 above it).
-    :param plugins: whose `authorize_subscription` decides who uses a stream's runs (a
-        `Plugins` of the built-ins when not given).
     :param body_timeout: seconds a client may take to send its body (408 after it).
     """
 
@@ -110,38 +110,24 @@ class RunRoutes:
         app: ASGIApp,
         *,
         service: RunService | None,
+        plugins: Plugins,
         prefix: str = DEFAULT_PREFIX,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        plugins: Plugins | None = None,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
-        self.app = app
+        routes = [
+            Route("/streams/{stream}/runs", self.start, methods=("POST",)),
+            Route("/runs/{run_id}/cancel", self.cancel, methods=("POST",)),
+            Route("/runs/{run_id}", self.show),
+        ]
+        super().__init__(app, Router(prefix.rstrip("/"), routes))
         self.service = service
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
         self.max_message_bytes = max_message_bytes
-        self.plugins = plugins if plugins is not None else Plugins()
+        self.plugins = plugins
         self.owners = StreamOwners(service.log) if service is not None else None
-        self.router = Router(
-            prefix.rstrip("/"),
-            [
-                Route("/streams/{stream}/runs", self.start, methods=("POST",)),
-                Route("/runs/{run_id}/cancel", self.cancel, methods=("POST",)),
-                Route("/runs/{run_id}", self.show),
-            ],
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        service = self.service
-        if scope["type"] == "http" and self.router.owns(relative_path(scope)):
-            if service is not None:
-                await service.startup()  # also without a lifespan: adopt orphaned sessions
-            if await self.router.handle(scope, receive, send):
-                return
-        elif scope["type"] == "lifespan" and service is not None:
-            receive = observe_lifespan(receive, startup=service.startup, shutdown=service.shutdown)
-        await self.app(scope, receive, send)
 
     def _service(self) -> RunService:
         if self.service is None:

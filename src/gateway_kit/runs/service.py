@@ -40,16 +40,15 @@ class RunService:
         store: RunStore,
         upstream: Upstream,
         pumps: Pumps,
-        lifecycle: RunLifecycle | None = None,
+        lifecycle: RunLifecycle,
         working_dir: str = DEFAULT_WORKING_DIR,
     ) -> None:
         self.log = log
         self.store = store
         self.upstream = upstream
         self.pumps = pumps
-        self.lifecycle = lifecycle or RunLifecycle(
-            log=log, store=store, upstream=upstream, working_dir=working_dir
-        )
+        # The one the pumps share: a run's end is decided under one per-run lock.
+        self.lifecycle = lifecycle
         self.working_dir = working_dir
 
     async def start(

@@ -1,32 +1,28 @@
-"""`PresenceRoutes`: who watches a stream, over HTTP, and the Socket.IO server's lifespan.
+"""`PresenceRoutes`: who watches a stream, over HTTP.
 
     GET {prefix}/streams/{stream}/presence   → {"stream", "users": [{"user_id",
                                                "connections"}], "connections": [...]}
 
 Asked like every read: a principal (401) that `authorize_subscription` lets read the stream
-(403). The answer is the same from every gateway process.
+(403). The answer is the same from every gateway process. The Socket.IO server is started and
+stopped by whoever made it (the gateway's lifespan part), not here.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from ..exceptions import InvalidEvent
 from ..hooks import Plugins
-from ..http.errors import HTTPError, send_json
-from ..http.lifespan import observe_lifespan
-from ..http.request import Request, relative_path
-from ..http.routing import Route, Router
-from ..log.event import check_name
+from ..http.errors import send_json
+from ..http.request import Request
+from ..http.routing import Route, Router, RoutesMiddleware, path_stream
 from ..settings import DEFAULT_PREFIX
-from ..streams.request import INVALID_STREAM
-from ..types import ASGIApp, Receive, Scope, Send
+from ..types import ASGIApp
 from .server import SocketServer
 
 
-class PresenceRoutes:
-    """:param sockets: the Socket.IO server whose presence is served (and stopped with the
-        lifespan's shutdown).
+class PresenceRoutes(RoutesMiddleware):
+    """:param sockets: the Socket.IO server whose presence is served.
     :param plugins: whose `authorize_subscription` decides who may look.
     :param prefix: where the route lives.
     """
@@ -39,30 +35,13 @@ class PresenceRoutes:
         plugins: Plugins,
         prefix: str = DEFAULT_PREFIX,
     ) -> None:
-        self.app = app
+        routes = [Route("/streams/{stream}/presence", self.presence)]
+        super().__init__(app, Router(prefix.rstrip("/"), routes))
         self.sockets = sockets
         self.plugins = plugins
-        self.router = Router(
-            prefix.rstrip("/"), [Route("/streams/{stream}/presence", self.presence)]
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.router.owns(relative_path(scope)):
-            if await self.router.handle(scope, receive, send):
-                return
-        elif scope["type"] == "lifespan":
-            receive = observe_lifespan(
-                receive, startup=self.sockets.startup, shutdown=self.sockets.shutdown
-            )
-        await self.app(scope, receive, send)
 
     async def presence(self, request: Request) -> None:
-        stream = request.path_params["stream"]
-        principal = request.principal
-        try:
-            check_name("stream", stream)
-        except InvalidEvent as exc:
-            raise HTTPError(400, INVALID_STREAM, str(exc)) from None
-        await self.plugins.require_read(principal, stream)
+        stream = path_stream(request)
+        await self.plugins.require_read(request.principal, stream)
         watching = await asyncio.to_thread(self.sockets.presence.watching, stream)
         await send_json(request.send, 200, watching)

@@ -41,17 +41,23 @@ import socketio
 
 from ..coordination.periodic import Periodic
 from ..coordination.tasks import TaskSet
-from ..exceptions import DatabaseUnavailable, InvalidEvent
+from ..exceptions import DatabaseUnavailable
 from ..hooks import Plugins
 from ..hooks.manager import NOT_YOURS
 from ..http.errors import DATABASE_UNAVAILABLE, FORBIDDEN, HTTPError
+from ..http.routing import INVALID_STREAM, unfit_stream
 from ..identity.credentials import CredentialView, credentials_of
 from ..identity.logins import EndedLogins
 from ..identity.principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
 from ..identity.tickets import SocketTickets
 from ..log import EventLog
-from ..log.event import MAX_SEQ, check_name
-from ..settings import DEFAULT_MAX_PAGE_BYTES, DEFAULT_QUEUE_SIZE, DEFAULT_SEND_TIMEOUT
+from ..log.event import MAX_SEQ
+from ..settings import (
+    DEFAULT_MAX_PAGE_BYTES,
+    DEFAULT_QUEUE_SIZE,
+    DEFAULT_REDIS_CHANNEL,
+    DEFAULT_SEND_TIMEOUT,
+)
 from ..streams.request import Cursor, parse_cursor
 from ..streams.service import StreamService
 from .feeds import RoomFeeds, room_of
@@ -62,7 +68,6 @@ from .presence import Presence
 logger = logging.getLogger("gateway_kit.sockets")
 
 SOCKETIO_PATH = "/socket.io"
-DEFAULT_REDIS_CHANNEL = "gateway-kit-socketio"
 TOKEN_METHODS = (BEARER_METHOD, HOST_METHOD)  # credentials that are rows of ApiTokens
 DEFAULT_CHECK_INTERVAL = 1.0  # seconds between looks for revoked credentials
 TICKET_NEEDED = "connect with auth={{'ticket': ...}}: POST {prefix}/socket-tickets gives one"
@@ -428,10 +433,9 @@ class SocketServer:
         if not isinstance(data, dict) or not isinstance(data.get("stream"), str):
             raise SubscriptionRefused("invalid_subscription", BAD_SUBSCRIPTION)
         stream: str = data["stream"]
-        try:
-            check_name("stream", stream)
-        except InvalidEvent as exc:
-            raise SubscriptionRefused("invalid_stream", str(exc)) from None
+        unfit = unfit_stream(stream)
+        if unfit is not None:
+            raise SubscriptionRefused(INVALID_STREAM, unfit)
         return stream
 
     def _subscription(self, data: Any) -> tuple[str, Cursor]:

@@ -34,7 +34,7 @@ from ..types import ASGIApp, Receive, Scope, Send
 from .page import send_json_pieces
 from .request import INVALID_CURSOR, BadRequest, bounded_int
 from .runindex import RunEntry
-from .service import StreamService, log_unavailable
+from .service import StreamService, log_unavailable, service_of
 
 logger = logging.getLogger("gateway_kit.streams")
 
@@ -50,24 +50,25 @@ class LegacyTaskPoll:
     """Answers ``GET {path}/<task_id>?from=<idx>`` from the log when the log knows the task;
     every other request passes on to the app below.
 
-    :param log: the log the tasks' events are read from.
-    :param path: where the legacy poll lives.
     :param plugins: whose `authorize_subscription` decides who reads a task.
-    :param service: the stream machinery to share with other parts (made here when not given).
+    :param service: the stream machinery shared with the other parts that read the log.
+    :param log: instead of `service`, the log the tasks' events are read from (a service of
+        the part's own is made from it).
+    :param path: where the legacy poll lives.
     """
 
     def __init__(
         self,
         app: ASGIApp,
         *,
-        log: EventLog,
-        path: str = DEFAULT_LEGACY_TASKS_PATH,
-        plugins: Plugins | None = None,
+        plugins: Plugins,
         service: StreamService | None = None,
+        log: EventLog | None = None,
+        path: str = DEFAULT_LEGACY_TASKS_PATH,
     ) -> None:
         self.app = app
-        self.service = service if service is not None else StreamService(log)
-        self.plugins = plugins if plugins is not None else Plugins()
+        self.service = service_of(type(self).__name__, service, log)
+        self.plugins = plugins
         self._under = path.rstrip("/") + "/"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

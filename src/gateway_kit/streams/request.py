@@ -16,7 +16,6 @@ from ..types import Scope
 
 INVALID_CURSOR = "invalid_cursor"
 INVALID_LIMIT = "invalid_limit"
-INVALID_STREAM = "invalid_stream"
 
 NOT_AN_INTEGER = "{name} must be a non-negative integer seq (or <epoch>:<seq>), got {value}"
 NEGATIVE = "{name} must not be negative, got {value}"

@@ -17,66 +17,57 @@ from ..exceptions import InvalidEvent
 from ..hooks import Plugins
 from ..http.errors import HTTPError
 from ..http.lifespan import observe_lifespan
-from ..http.request import Request, relative_path
-from ..http.routing import Route, Router
+from ..http.request import Request
+from ..http.routing import Route, Router, RoutesMiddleware, path_stream
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_PREFIX
 from ..types import ASGIApp, Receive, Scope, Send
-from .request import INVALID_STREAM, BadRequest, request_cursor
+from .request import request_cursor
 from .responder import StreamOptions
-from .service import StreamService
+from .service import StreamService, service_of
 
 RUN_NOT_FOUND = "run_not_found"
 NO_SUCH_RUN = "the log holds no event of run {run_id!r}"
-BAD_STREAM = "{error}: no stream can have that name"
 
 
-class StreamRoutes:
-    """:param log: the log the streams are read from.
+class StreamRoutes(RoutesMiddleware):
+    """:param plugins: whose `authorize_subscription` decides who reads what.
+    :param service: the stream machinery (`StreamService`) shared with the other parts that read
+        the log; whoever made it starts and stops it (`gateway_kit.http.lifespan.Lifespan`).
+    :param log: instead of `service`, the log the streams are read from: the part then makes a
+        service of its own (with `options`) and, since nobody else holds it, watches the
+        lifespan for it (its streams end at the shutdown).
     :param prefix: where the routes live.
-    :param options: pings, timeouts and queue sizes of the SSE responses.
-    :param plugins: whose `authorize_subscription` decides who reads what (a `Plugins` of the
-        built-ins when not given).
-    :param service: the stream machinery to share with other parts (made here when not given).
     """
 
     def __init__(
         self,
         app: ASGIApp,
         *,
-        log: EventLog,
-        prefix: str = DEFAULT_PREFIX,
-        options: StreamOptions | None = None,
-        plugins: Plugins | None = None,
+        plugins: Plugins,
         service: StreamService | None = None,
+        log: EventLog | None = None,
+        options: StreamOptions | None = None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> None:
-        self.app = app
-        self.service = service if service is not None else StreamService(log, options)
-        self.plugins = plugins if plugins is not None else Plugins()
-        self.router = Router(
-            prefix.rstrip("/"),
-            [
-                Route("/streams/{stream}/events", self.stream_events),
-                Route("/runs/{run_id}/events", self.run_events),
-            ],
-        )
+        routes = [
+            Route("/streams/{stream}/events", self.stream_events),
+            Route("/runs/{run_id}/events", self.run_events),
+        ]
+        super().__init__(app, Router(prefix.rstrip("/"), routes))
+        self.own_service = service is None
+        self.service = service_of(type(self).__name__, service, log, options)
+        self.plugins = plugins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.router.owns(relative_path(scope)):
-            if await self.router.handle(scope, receive, send):
-                return
-        elif scope["type"] == "lifespan":
+        if scope["type"] == "lifespan" and self.own_service:
             service = self.service
             receive = observe_lifespan(receive, startup=service.startup, shutdown=service.shutdown)
-        await self.app(scope, receive, send)
+        await super().__call__(scope, receive, send)
 
     async def stream_events(self, request: Request) -> None:
-        stream = request.path_params["stream"]
-        try:
-            check_name("stream", stream)
-        except InvalidEvent as exc:
-            raise BadRequest(INVALID_STREAM, BAD_STREAM.format(error=exc)) from None
+        stream = path_stream(request)
         cursor = request_cursor(request.scope, request.query, epoch=self.service.log.epoch)
         await self.authorize(request, stream)
         await self.service.serve(request, cursor, stream=stream)

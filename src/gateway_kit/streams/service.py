@@ -38,10 +38,28 @@ LOG_UNAVAILABLE = "log_unavailable"
 SHUTTING_DOWN_MESSAGE = "the server is shutting down; reconnect with your cursor"
 LOG_UNAVAILABLE_MESSAGE = "the event log cannot be read right now; retry with your cursor"
 RETRY_AFTER = (b"retry-after", b"1")
+NO_SERVICE = "{part} needs service= (a StreamService) or log= (the EventLog to serve)"
+TWO_LOGS = "{part} was handed a log and a StreamService of another log"
 
 
 def log_unavailable() -> HTTPError:
     return HTTPError(503, LOG_UNAVAILABLE, LOG_UNAVAILABLE_MESSAGE, [RETRY_AFTER])
+
+
+def service_of(
+    part: str,
+    service: StreamService | None,
+    log: EventLog | None,
+    options: StreamOptions | None = None,
+) -> StreamService:
+    """The service a part is handed, or one made from the log it is handed instead."""
+    if service is not None:
+        if log is not None and log is not service.log:
+            raise ValueError(TWO_LOGS.format(part=part))
+        return service
+    if log is None:
+        raise TypeError(NO_SERVICE.format(part=part))
+    return StreamService(log, options)
 
 
 class LoopState:

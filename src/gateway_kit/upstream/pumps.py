@@ -50,15 +50,16 @@ class PumpManager:
         store: RunStore,
         upstream: GooseUpstream,
         settings: PumpSettings | None = None,
+        lifecycle: RunLifecycle,
         scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
-        lifecycle: RunLifecycle | None = None,
     ) -> None:
         self.log = log
         self.store = store
         self.upstream = upstream
         self.settings = settings or PumpSettings()
         self.scan_interval = scan_interval
-        self.lifecycle = lifecycle or RunLifecycle(log=log, store=store, upstream=upstream)
+        # Shared with the run service: one lifecycle, so one set of per-run locks, per process.
+        self.lifecycle = lifecycle
         self.lifecycle.pumps = self  # a recovery in a new session needs that session pumped
         self.holder = f"{uuid.uuid4().hex}"
         self._pumps: dict[str, asyncio.Task[bool]] = {}

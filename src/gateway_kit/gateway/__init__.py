@@ -1,8 +1,12 @@
 """`Gateway`: the ASGI application, a stack of small parts around the wrapped app.
 
-`build_middleware_stack` is the one place that orders the parts. A request enters at the top
-and each part serves what is its own or passes it on; `Gateway` adds nothing of its own, and
-each part is a middleware usable alone around any ASGI app.
+It is composed in two visible steps: `services.build_services` builds what the parts share
+(the plugins, the stream service, the run store, lifecycle, pumps and service, the Socket.IO
+server, ...), and `stack.build_stack` orders the parts, the lifespan part at the top starting
+and stopping every piece of background work (`lifespan.background_work`). `Gateway` adds
+nothing of its own, and each part is a middleware usable alone around any ASGI app.
+
+Longer than most modules for one reason: `Gateway`'s docstring documents every setting.
 """
 
 from __future__ import annotations
@@ -11,26 +15,9 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .app_runs.sweeper import OwnedRunSweeper
-from .app_runs.sweeping import SweepOwnedRuns
-from .hooks import PluginContext, Plugins
-from .http.fallback import PrefixNotFound
-from .http.middleware import Middleware
-from .http.mount import Mount
-from .http.unavailable import DatabaseUnavailableAnswer
-from .identity.credentials import credentials_of
-from .identity.flask_session import FlaskSessionReader
-from .identity.logins import EndedLogins
-from .identity.middleware import IdentityMiddleware
-from .identity.ticket_routes import TicketRoutes
-from .identity.tickets import SocketTickets
-from .log import EventLog
-from .runs.lifecycle import RunLifecycle
-from .runs.lifecycle_settings import LifecycleSettings, with_limits
-from .runs.routes import RunRoutes
-from .runs.service import RunService
-from .runs.store import RunStore
-from .settings import (
+from ..log import EventLog
+from ..runs.lifecycle_settings import LifecycleSettings
+from ..settings import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
     DEFAULT_CREDENTIAL_STALE_AFTER,
@@ -46,6 +33,7 @@ from .settings import (
     DEFAULT_PREFIX,
     DEFAULT_PUMP_SCAN_INTERVAL,
     DEFAULT_QUEUE_SIZE,
+    DEFAULT_REDIS_CHANNEL,
     DEFAULT_SEND_TIMEOUT,
     DEFAULT_TICKET_RATE,
     DEFAULT_TICKET_TTL,
@@ -53,24 +41,21 @@ from .settings import (
     DEFAULT_WSGI_WORKERS,
     GatewaySettings,
 )
-from .sockets import PresenceRoutes, SocketServer
-from .sockets.server import DEFAULT_REDIS_CHANNEL
-from .streams import LegacyTaskPoll, StreamOptions, StreamRoutes, StreamService
-from .types import ASGIApp, Receive, Scope, Send
-from .upstream.goose import GooseUpstream
-from .upstream.pump import PumpSettings
-from .upstream.pumps import PumpManager
-from .wrapped import WrappedApp, is_wsgi
+from ..types import ASGIApp, Receive, Scope, Send
+from ..upstream.goose import GooseUpstream
+from ..upstream.pump import PumpSettings
+from ..wrapped import is_wsgi
+from .services import CookieLogins, build_plugins, build_services, cookie_logins
+from .stack import SOCKETIO_PATH, build_stack
 
 logger = logging.getLogger("gateway_kit")
 
-SOCKETIO_PATH = "/socket.io"
 ANONYMOUS_WARNING = (
     "allow_anonymous=True: requests without credentials are served as 'anonymous', allowed "
     "everything. Use this for demos and tests only."
 )
 
-__all__ = ["Gateway", "is_wsgi"]
+__all__ = ["SOCKETIO_PATH", "Gateway", "is_wsgi"]
 
 
 class Gateway:
@@ -129,7 +114,6 @@ class Gateway:
         its client has read them (a replay, too, sends a page and waits for it to be read).
     :param max_body_bytes: the largest request body the gateway's routes accept (413 above it),
         and the wrapped WSGI app is handed.
-    :param max_body_bytes: the largest request body the gateway's routes accept (413 above it).
     :param max_page_bytes: how much of events' data (bytes of their JSON) one JSON page, legacy
         poll answer, SSE replay chunk or Socket.IO replay page holds at most, besides one event
         (a page always holds one, so a cursor always moves on); the client continues from the
@@ -237,105 +221,47 @@ class Gateway:
             legacy_socketio_path=legacy_socketio_path,
             max_page_bytes=max_page_bytes,
             max_message_bytes=max_message_bytes,
+            socketio_redis_url=socketio_redis_url,
+            socketio_redis_channel=socketio_redis_channel,
         )
         self.log = log
-        # One view of the credentials per log in a process, shared by every part that checks.
-        credentials_of(log).configure(
-            interval=self.settings.credential_refresh_interval,
-            stale_after=self.settings.credential_stale_after,
-        )
         self.upstream = upstream
         self.allow_anonymous = allow_anonymous
-        self.plugins = Plugins(
+        self.plugins = build_plugins(
             plugins,
+            log=log,
+            app=app,
+            settings=self.settings,
             config=plugin_config,
             load_entry_points=load_entry_points,
             block=block_plugins,
-            timeout=self.settings.plugin_timeout,
-            context=PluginContext(log=log, app=app, prefix=prefix),
-            hung_limit=self.settings.plugin_hung_limit,
         )
-        self.wrapped = WrappedApp(
+        # Step one: every service, built once and shared by the parts that use it.
+        self.services = services = build_services(
             app,
+            log=log,
+            upstream=upstream,
+            plugins=self.plugins,
+            settings=self.settings,
+            pump_settings=pump_settings,
+            lifecycle_settings=lifecycle_settings,
+            socketio=socketio,
             wsgi=wsgi,
-            wsgi_workers=self.settings.wsgi_workers,
-            max_body_bytes=self.settings.max_body_bytes,
-            body_timeout=self.settings.body_timeout,
-            send_timeout=self.settings.send_timeout,
+            app_middleware=app_middleware,
         )
-        count, window = self.settings.ticket_rate
-        self.tickets = SocketTickets(
-            log, ttl=self.settings.ticket_ttl, rate=count, rate_window=window
-        )
-        self.app_middleware = [Middleware.of(m) for m in app_middleware]
-        self.streams = StreamService(
-            log,
-            StreamOptions(
-                ping_interval=self.settings.ping_interval,
-                send_timeout=self.settings.send_timeout,
-                queue_size=self.settings.queue_size,
-                max_page_bytes=self.settings.max_page_bytes,
-            ),
-            # A stream ends with the credential that opened it, in every process.
-            credentials=credentials_of(log),
-        )
-        # Ends the runs the app writes itself whose process died: in every gateway process.
-        self.sweeper = OwnedRunSweeper(log, interval=self.settings.owned_run_sweep_interval)
-        self.pumps: PumpManager | None = None
-        self.runs: RunService | None = None
-        self.lifecycle: RunLifecycle | None = None
-        if upstream is not None:
-            store = RunStore(log.engine, reader=log)
-            self.lifecycle = RunLifecycle(
-                log=log,
-                store=store,
-                upstream=upstream,
-                plugins=self.plugins,
-                settings=with_limits(
-                    lifecycle_settings,
-                    reply_timeout=self.settings.reply_timeout,
-                    cancel_deadline=self.settings.cancel_deadline,
-                    max_run_duration=self.settings.max_run_duration,
-                ),
-                working_dir=self.settings.working_dir,
-            )
-            self.pumps = PumpManager(
-                log=log,
-                store=store,
-                upstream=upstream,
-                settings=pump_settings,
-                scan_interval=self.settings.pump_scan_interval,
-                lifecycle=self.lifecycle,
-            )
-            self.runs = RunService(
-                log=log,
-                store=store,
-                upstream=upstream,
-                pumps=self.pumps,
-                lifecycle=self.lifecycle,
-                working_dir=self.settings.working_dir,
-            )
-        # Read once: the identity stage and the Socket.IO server share the cookie resolver's.
-        self.logins = self.cookie_logins()
-        self.sockets: SocketServer | None = None
-        if socketio is None:
-            self.sockets = SocketServer(
-                log=log,
-                plugins=self.plugins,
-                streams=self.streams,
-                tickets=self.tickets,
-                prefix=self.settings.prefix,
-                origins=self.settings.socket_origins,
-                redis_url=socketio_redis_url,
-                redis_channel=socketio_redis_channel,
-                # The cookie resolver's own record: a logout it notes closes sockets at once.
-                ended_logins=None if self.logins is None else self.logins[1],
-                queue_size=self.settings.queue_size,
-                send_timeout=self.settings.send_timeout,
-                max_page_bytes=self.settings.max_page_bytes,
-            )
-            socketio = self.sockets
-        self.socketio: ASGIApp = socketio
+        runs = services.runs
+        self.wrapped = services.wrapped
+        self.tickets = services.tickets
+        self.app_middleware = services.app_middleware
+        self.streams = services.streams
+        self.sweeper = services.sweeper
+        self.lifecycle = None if runs is None else runs.lifecycle
+        self.pumps = None if runs is None else runs.pumps
+        self.runs = None if runs is None else runs.service
+        self.logins = services.logins
+        self.sockets = services.sockets
+        self.socketio: ASGIApp = services.socketio
+        # Step two: the parts, in order.
         self.stack = self.build_middleware_stack()
         if allow_anonymous:
             logger.warning(ANONYMOUS_WARNING)
@@ -349,86 +275,14 @@ class Gateway:
         return self.wrapped.wsgi
 
     def build_middleware_stack(self) -> ASGIApp:
-        """The parts, outermost first; a request goes down the list until a part serves it."""
-        settings, plugins = self.settings, self.plugins
-        prefix = settings.prefix
-        parts = [
-            # Above every part that may need the database: its outage is one answer, a 503.
-            Middleware(DatabaseUnavailableAnswer),
-            # First to see every request: it starts the sweeper also without a lifespan.
-            Middleware(SweepOwnedRuns, log=self.log, sweeper=self.sweeper),
-            Middleware(
-                IdentityMiddleware,
-                plugins=plugins,
-                allow_anonymous=self.allow_anonymous,
-                csrf_paths=(prefix,),
-                csrf_exempt=(prefix + SOCKETIO_PATH,),
-                logins=self.logins,
-            ),
-            Middleware(
-                StreamRoutes, log=self.log, prefix=prefix, plugins=plugins, service=self.streams
-            ),
-            Middleware(
-                RunRoutes,
-                service=self.runs,
-                prefix=prefix,
-                max_body_bytes=settings.max_body_bytes,
-                max_message_bytes=settings.max_message_bytes,
-                plugins=plugins,
-                body_timeout=settings.body_timeout,
-            ),
-        ]
-        parts.append(
-            Middleware(
-                TicketRoutes,
-                tickets=self.tickets,
-                prefix=prefix,
-                legacy_path=settings.legacy_socket_token_path,
-            )
-        )
-        if self.sockets is not None:
-            parts.append(
-                Middleware(PresenceRoutes, sockets=self.sockets, plugins=plugins, prefix=prefix)
-            )
-        parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=self.socketio))
-        if settings.legacy_socketio_path is not None:
-            # Long polls held in the wrapped app would each hold one of its threads.
-            legacy_socketio = Middleware(
-                Mount,
-                path=settings.legacy_socketio_path,
-                mounted=self.socketio,
-                as_path=prefix + SOCKETIO_PATH,
-            )
-            parts.append(legacy_socketio)
-        parts.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
-        if settings.legacy_tasks_path is not None:
-            parts.append(
-                Middleware(
-                    LegacyTaskPoll,
-                    log=self.log,
-                    path=settings.legacy_tasks_path,
-                    plugins=plugins,
-                    service=self.streams,
-                )
-            )
-        parts.extend(self.app_middleware)
-        app: ASGIApp = self.wrapped
-        for part in reversed(parts):
-            app = part.build(app)
-        return app
+        """The parts, outermost first (`gateway_kit.gateway.stack`); a request goes down the
+        list until a part serves it."""
+        return build_stack(self.services, allow_anonymous=self.allow_anonymous)
 
-    def cookie_logins(self) -> tuple[FlaskSessionReader, EndedLogins] | None:
-        """How the cookie resolver reads the wrapped Flask app's logins, so that the identity
-        stage notices a logout; None when no resolver reads them.
-
-        Found by what a plugin holds, not by its name: a deployment's resolver built on the
-        built-in one (registered under its own name) keeps logouts ending its logins."""
-        for _name, plugin in self.plugins.manager.list_name_plugin():
-            reader = getattr(plugin, "reader", None)
-            ended = getattr(plugin, "ended", None)
-            if isinstance(reader, FlaskSessionReader) and isinstance(ended, EndedLogins):
-                return reader, ended
-        return None
+    def cookie_logins(self) -> CookieLogins | None:
+        """How the cookie resolver reads the wrapped Flask app's logins (its `cookie_logins`
+        hook), so that the identity stage notices a logout; None when no resolver reads them."""
+        return cookie_logins(self.plugins)
 
     def close_streams(self) -> None:
         """End every open stream now (clients resume by cursor) and refuse new ones until the

@@ -1,0 +1,230 @@
+"""The first step of composing a `Gateway`: building the services its parts share.
+
+Everything is built here, once, and handed to the parts that use it: one `Plugins`, one
+`StreamService`, one `RunStore` and one `RunLifecycle` shared by the run service and the pumps
+(so a run's end is decided under one per-run lock), one Socket.IO server. No part builds a
+collaborator of its own when it is part of a gateway.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..app_runs.sweeper import OwnedRunSweeper
+from ..hooks import PluginContext, Plugins
+from ..http.middleware import Middleware
+from ..identity.credentials import CredentialView, credentials_of
+from ..identity.flask_session import FlaskSessionReader
+from ..identity.logins import EndedLogins
+from ..identity.tickets import SocketTickets
+from ..log import EventLog
+from ..runs.lifecycle import RunLifecycle
+from ..runs.lifecycle_settings import LifecycleSettings, with_limits
+from ..runs.service import RunService
+from ..runs.store import RunStore
+from ..settings import GatewaySettings
+from ..sockets import SocketServer
+from ..streams import StreamOptions, StreamService
+from ..types import ASGIApp
+from ..upstream.goose import GooseUpstream
+from ..upstream.pump import PumpSettings
+from ..upstream.pumps import PumpManager
+from ..wrapped import WrappedApp
+
+logger = logging.getLogger("gateway_kit")
+
+BAD_COOKIE_LOGINS = (
+    "cookie_logins answered %r, not (a FlaskSessionReader, an EndedLogins); logouts of the "
+    "wrapped app are not watched"
+)
+
+CookieLogins = tuple[FlaskSessionReader, EndedLogins]
+
+
+@dataclass(slots=True)
+class RunParts:
+    """What runs the gateway owns are made of; only with an upstream."""
+
+    store: RunStore
+    lifecycle: RunLifecycle
+    pumps: PumpManager
+    service: RunService
+    upstream: GooseUpstream
+
+
+@dataclass(slots=True)
+class Services:
+    """Every service of one gateway, as the stack's parts and its lifespan are handed them."""
+
+    log: EventLog
+    settings: GatewaySettings
+    plugins: Plugins
+    wrapped: WrappedApp
+    credentials: CredentialView
+    tickets: SocketTickets
+    streams: StreamService
+    sweeper: OwnedRunSweeper
+    runs: RunParts | None
+    logins: CookieLogins | None
+    sockets: SocketServer | None
+    socketio: ASGIApp  # the gateway's Socket.IO server, or the application given instead
+    app_middleware: list[Middleware] = field(default_factory=list)
+
+
+def build_plugins(
+    plugins: Sequence[object],
+    *,
+    log: EventLog,
+    app: object | None,
+    settings: GatewaySettings,
+    config: Mapping[str, Mapping[str, Any]] | None,
+    load_entry_points: bool,
+    block: Iterable[str],
+) -> Plugins:
+    return Plugins(
+        plugins,
+        config=config,
+        load_entry_points=load_entry_points,
+        block=block,
+        timeout=settings.plugin_timeout,
+        context=PluginContext(log=log, app=app, prefix=settings.prefix),
+        hung_limit=settings.plugin_hung_limit,
+    )
+
+
+def cookie_logins(plugins: Plugins) -> CookieLogins | None:
+    """How a cookie resolver reads the wrapped Flask app's logins, as its `cookie_logins` hook
+    answers; None when no plugin reads them (logouts are then not watched)."""
+    answer = plugins.hook.cookie_logins()
+    if answer is None:
+        return None
+    reader, ended = answer
+    if isinstance(reader, FlaskSessionReader) and isinstance(ended, EndedLogins):
+        return reader, ended
+    logger.error(BAD_COOKIE_LOGINS, answer)
+    return None
+
+
+def build_runs(
+    log: EventLog,
+    upstream: GooseUpstream,
+    plugins: Plugins,
+    settings: GatewaySettings,
+    pump_settings: PumpSettings | None,
+    lifecycle_settings: LifecycleSettings | None,
+) -> RunParts:
+    store = RunStore(log.engine, reader=log)
+    lifecycle = RunLifecycle(
+        log=log,
+        store=store,
+        upstream=upstream,
+        plugins=plugins,
+        settings=with_limits(
+            lifecycle_settings,
+            reply_timeout=settings.reply_timeout,
+            cancel_deadline=settings.cancel_deadline,
+            max_run_duration=settings.max_run_duration,
+        ),
+        working_dir=settings.working_dir,
+    )
+    pumps = PumpManager(
+        log=log,
+        store=store,
+        upstream=upstream,
+        settings=pump_settings,
+        scan_interval=settings.pump_scan_interval,
+        lifecycle=lifecycle,
+    )
+    service = RunService(
+        log=log,
+        store=store,
+        upstream=upstream,
+        pumps=pumps,
+        lifecycle=lifecycle,
+        working_dir=settings.working_dir,
+    )
+    return RunParts(store, lifecycle, pumps, service, upstream)
+
+
+def build_services(
+    app: object | None,
+    *,
+    log: EventLog,
+    upstream: GooseUpstream | None,
+    plugins: Plugins,
+    settings: GatewaySettings,
+    pump_settings: PumpSettings | None = None,
+    lifecycle_settings: LifecycleSettings | None = None,
+    socketio: ASGIApp | None = None,
+    wsgi: bool | None = None,
+    app_middleware: Sequence[Iterable[Any]] = (),
+) -> Services:
+    # One view of the credentials per log in a process, shared by every part that checks.
+    credentials = credentials_of(log)
+    credentials.configure(
+        interval=settings.credential_refresh_interval,
+        stale_after=settings.credential_stale_after,
+    )
+    wrapped = WrappedApp(
+        app,
+        wsgi=wsgi,
+        wsgi_workers=settings.wsgi_workers,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout=settings.body_timeout,
+        send_timeout=settings.send_timeout,
+    )
+    count, window = settings.ticket_rate
+    tickets = SocketTickets(log, ttl=settings.ticket_ttl, rate=count, rate_window=window)
+    streams = StreamService(
+        log,
+        StreamOptions(
+            ping_interval=settings.ping_interval,
+            send_timeout=settings.send_timeout,
+            queue_size=settings.queue_size,
+            max_page_bytes=settings.max_page_bytes,
+        ),
+        # A stream ends with the credential that opened it, in every process.
+        credentials=credentials,
+    )
+    runs = None
+    if upstream is not None:
+        runs = build_runs(log, upstream, plugins, settings, pump_settings, lifecycle_settings)
+    # Read once: the identity stage and the Socket.IO server share the cookie resolver's.
+    logins = cookie_logins(plugins)
+    sockets = None
+    if socketio is None:
+        sockets = SocketServer(
+            log=log,
+            plugins=plugins,
+            streams=streams,
+            tickets=tickets,
+            prefix=settings.prefix,
+            origins=settings.socket_origins,
+            redis_url=settings.socketio_redis_url,
+            redis_channel=settings.socketio_redis_channel,
+            # The cookie resolver's own record: a logout it notes closes sockets at once.
+            ended_logins=None if logins is None else logins[1],
+            queue_size=settings.queue_size,
+            send_timeout=settings.send_timeout,
+            max_page_bytes=settings.max_page_bytes,
+        )
+        socketio = sockets
+    return Services(
+        log=log,
+        settings=settings,
+        plugins=plugins,
+        wrapped=wrapped,
+        credentials=credentials,
+        tickets=tickets,
+        streams=streams,
+        # Ends the runs the app writes itself whose process died: in every gateway process.
+        sweeper=OwnedRunSweeper(log, interval=settings.owned_run_sweep_interval),
+        runs=runs,
+        logins=logins,
+        sockets=sockets,
+        socketio=socketio,
+        app_middleware=[Middleware.of(m) for m in app_middleware],
+    )

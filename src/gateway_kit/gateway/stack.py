@@ -1,0 +1,90 @@
+"""The second step of composing a `Gateway`: ordering the stack of ASGI parts.
+
+`build_stack` is the one place that orders the parts. A request enters at the top and each
+part serves what is its own or passes it on. The lifespan part is the top one: it starts and
+stops every piece of background work; the parts below only serve requests.
+"""
+
+from __future__ import annotations
+
+from ..http.fallback import PrefixNotFound
+from ..http.lifespan import Lifespan
+from ..http.middleware import Middleware
+from ..http.mount import Mount
+from ..http.unavailable import DatabaseUnavailableAnswer
+from ..identity.middleware import IdentityMiddleware
+from ..identity.ticket_routes import TicketRoutes
+from ..runs.routes import RunRoutes
+from ..sockets import PresenceRoutes
+from ..streams import LegacyTaskPoll, StreamRoutes
+from ..types import ASGIApp
+from .lifespan import background_work
+from .services import Services
+
+SOCKETIO_PATH = "/socket.io"
+
+
+def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware]:
+    """The parts, outermost first; a request goes down the list until a part serves it."""
+    settings, plugins, streams = services.settings, services.plugins, services.streams
+    prefix = settings.prefix
+    runs = services.runs
+    parts = [
+        Middleware(Lifespan, work=background_work(services)),
+        # Above every part that may need the database: its outage is one answer, a 503.
+        Middleware(DatabaseUnavailableAnswer),
+        Middleware(
+            IdentityMiddleware,
+            plugins=plugins,
+            allow_anonymous=allow_anonymous,
+            csrf_paths=(prefix,),
+            csrf_exempt=(prefix + SOCKETIO_PATH,),
+            logins=services.logins,
+        ),
+        Middleware(StreamRoutes, service=streams, plugins=plugins, prefix=prefix),
+        Middleware(
+            RunRoutes,
+            service=None if runs is None else runs.service,
+            plugins=plugins,
+            prefix=prefix,
+            max_body_bytes=settings.max_body_bytes,
+            max_message_bytes=settings.max_message_bytes,
+            body_timeout=settings.body_timeout,
+        ),
+        Middleware(
+            TicketRoutes,
+            tickets=services.tickets,
+            prefix=prefix,
+            legacy_path=settings.legacy_socket_token_path,
+        ),
+    ]
+    if services.sockets is not None:
+        parts.append(
+            Middleware(PresenceRoutes, sockets=services.sockets, plugins=plugins, prefix=prefix)
+        )
+    parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=services.socketio))
+    if settings.legacy_socketio_path is not None:
+        # Long polls held in the wrapped app would each hold one of its threads.
+        legacy_socketio = Middleware(
+            Mount,
+            path=settings.legacy_socketio_path,
+            mounted=services.socketio,
+            as_path=prefix + SOCKETIO_PATH,
+        )
+        parts.append(legacy_socketio)
+    parts.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
+    if settings.legacy_tasks_path is not None:
+        parts.append(
+            Middleware(
+                LegacyTaskPoll, service=streams, plugins=plugins, path=settings.legacy_tasks_path
+            )
+        )
+    parts.extend(services.app_middleware)
+    return parts
+
+
+def build_stack(services: Services, *, allow_anonymous: bool) -> ASGIApp:
+    app: ASGIApp = services.wrapped
+    for part in reversed(stack_parts(services, allow_anonymous=allow_anonymous)):
+        app = part.build(app)
+    return app
