@@ -172,7 +172,9 @@ def test_deadlines_hold_across_a_restart_from_the_times_stored(log_url: str) -> 
             long_run = await started(h, "conv-2")
             await h.runs.pumps.stop()  # this process dies: it never ran a deadline
             limits = LifecycleSettings(cancel_deadline=0.5, max_run_duration=1.5)
-            later = RunLifecycle(log=h.log, store=h.store, upstream=h.upstream, settings=limits)
+            later = RunLifecycle(
+                log=h.log, store=h.store, upstream=h.upstream, plugins=h.plugins, settings=limits
+            )
             await later.start()
             try:
                 ended = [await h.finished(cancelled_run), await h.finished(long_run)]

@@ -49,14 +49,14 @@ class RunLifecycle:
         log: EventLog,
         store: RunStore,
         upstream: Upstream,
-        plugins: Plugins | None = None,
+        plugins: Plugins,
         settings: LifecycleSettings | None = None,
         working_dir: str = DEFAULT_WORKING_DIR,
     ) -> None:
         self.log = log
         self.store = store
         self.upstream = upstream
-        self.plugins = plugins if plugins is not None else Plugins(load_entry_points=False)
+        self.plugins = plugins  # the gateway's own: its hooks, thread pools and hung-call limits
         self.settings = settings or LifecycleSettings()
         self.working_dir = working_dir
         self.billing = BillingOutbox(store, self.plugins, self.settings.billing)
