@@ -25,6 +25,9 @@ deque, as the legacy server did. An `EventLog` sends every event to the log inst
 a run this process owns (`gateway_kit.owned_run`), ended with an ``Error`` by the gateway if the
 process dies mid-task; the gateway wrapping the app then answers the poll from the log, in the
 same shape.
+
+One module, a little over 300 lines: a legacy Flask app is one file of routes, and the demo
+shows that "before" as its users have it.
 """
 
 from __future__ import annotations

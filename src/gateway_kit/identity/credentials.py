@@ -10,6 +10,9 @@ when it ends (`watch`).
 Fails closed: when the view could not be read for longer than `stale_after` seconds (the
 database is down), every check raises `DatabaseUnavailable` instead of answering from memory
 that may miss a revocation.
+
+One module, though over 300 lines: the refresh thread, the fail-closed staleness and the
+watchers all guard the same in-memory state under one lock.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ its writer has taken what it holds: a slow client costs a page of memory, not th
 
 Room emits skip the message queue (python-socketio's Redis manager): each process delivers the
 log to its own connections, and the log reaches every process by itself.
+
+One module, though over 300 lines: the join (buffer, replay, enter) and the feed's emits are
+one ordering argument, and it reads whole or not at all.
 """
 
 from __future__ import annotations

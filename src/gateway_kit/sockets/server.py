@@ -23,6 +23,10 @@
 Several processes: each process delivers the log's events to its own connections (the log
 crosses processes by itself); what must reach connections of other processes (presence
 messages, disconnects) goes through python-socketio's Redis manager when `redis_url` is given.
+
+Longer than most modules, on purpose: its handlers (connect, subscribe, unsubscribe, disconnect
+and the periodic credential check) share one table of connections and their turns, and each
+reads as the protocol's answer to one message; admission is `gateway_kit.identity.admission`'s.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import socketio
@@ -46,9 +49,10 @@ from ..hooks import Plugins
 from ..hooks.manager import NOT_YOURS
 from ..http.errors import DATABASE_UNAVAILABLE, FORBIDDEN, HTTPError
 from ..http.routing import INVALID_STREAM, unfit_stream
+from ..identity.admission import CREDENTIAL_ENDED, AdmissionRefused, SocketAdmission
 from ..identity.credentials import CredentialView, credentials_of
 from ..identity.logins import EndedLogins
-from ..identity.principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
+from ..identity.principal import Principal
 from ..identity.tickets import SocketTickets
 from ..log import EventLog
 from ..log.event import MAX_SEQ
@@ -60,6 +64,7 @@ from ..settings import (
 )
 from ..streams.request import Cursor, parse_cursor
 from ..streams.service import StreamService
+from .connection import Connection, SubscriptionRefused
 from .feeds import RoomFeeds, room_of
 from .outbox import Outboxes
 from .packets import GatewayPacket
@@ -68,63 +73,15 @@ from .presence import Presence
 logger = logging.getLogger("gateway_kit.sockets")
 
 SOCKETIO_PATH = "/socket.io"
-TOKEN_METHODS = (BEARER_METHOD, HOST_METHOD)  # credentials that are rows of ApiTokens
 DEFAULT_CHECK_INTERVAL = 1.0  # seconds between looks for revoked credentials
-TICKET_NEEDED = "connect with auth={{'ticket': ...}}: POST {prefix}/socket-tickets gives one"
-TICKET_REFUSED = "the ticket is unknown, used already or expired: ask for a new one"
-WRONG_ORIGIN = "the ticket was issued to another origin"
-FOREIGN_ORIGIN = "{origin} is not an accepted origin of this gateway"
-ANOTHER_USER = "the ticket was issued to another user than this connection's credentials"
-CREDENTIAL_ENDED = "the credential that asked for this ticket was revoked or logged out"
 BAD_SUBSCRIPTION = 'send {"stream": "...", "after": seq}'
 NEGATIVE_CURSOR = "after must not be negative"
 NOT_CONNECTED = "this connection has no principal"
 UNAVAILABLE = "the database cannot be reached right now; try again shortly"
 
 
-@dataclass
-class Connection:
-    """What this process knows of one of its Socket.IO connections.
-
-    Its subscribes and unsubscribes are handled concurrently, each awaiting on the way, yet the
-    last one the client sent for a stream has the last word: each takes a turn as it arrives,
-    and changes `streams` only while its turn is the newest; the room and the presence rows are
-    then brought to what `streams` says (presence under `lock`, one write at a time)."""
-
-    sid: str
-    connection_id: str
-    principal: Principal
-    since: float = 0.0  # its credential ending after this (its ticket's issue) closes it
-    streams: set[str] = field(default_factory=set)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _turns: dict[str, int] = field(default_factory=dict)  # streams with requests in flight
-    _taken: int = 0  # turns are never given twice: an old request never passes for a new one
-
-    def take_turn(self, stream: str) -> int:
-        self._taken += 1
-        self._turns[stream] = self._taken
-        return self._taken
-
-    def newest(self, stream: str, turn: int) -> bool:
-        return self._turns.get(stream) == turn
-
-    def end_turn(self, stream: str, turn: int) -> None:
-        if self.newest(stream, turn):
-            del self._turns[stream]
-
-
 def _nothing() -> None:
     return None
-
-
-class SubscriptionRefused(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def ack(self) -> dict[str, Any]:
-        return {"ok": False, "error": self.code, "message": self.message}
 
 
 class SocketServer:
@@ -171,12 +128,18 @@ class SocketServer:
         self.tickets = tickets
         self.ended_logins = ended_logins if ended_logins is not None else EndedLogins(log)
         self.credentials: CredentialView = credentials_of(log)
+        self.admission = SocketAdmission(
+            tickets=tickets,
+            credentials=self.credentials,
+            ended_logins=self.ended_logins,
+            origins=origins,
+            prefix=prefix,
+        )
         process_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.presence = Presence(log, process_id)
         manager = (
             socketio.AsyncRedisManager(redis_url, channel=redis_channel) if redis_url else None
         )
-        self.origins = frozenset(origins) if origins is not None else None
         self.sio = socketio.AsyncServer(
             async_mode="asgi",
             client_manager=manager,
@@ -216,18 +179,6 @@ class SocketServer:
 
     # --- connecting ---------------------------------------------------------------------
 
-    def allowed_origin(self, origin: str | None, environ: dict[str, Any]) -> bool:
-        """Whether a connect sent from `origin` may go on: no Origin (not a browser), one of
-        the allowlist, or by default the gateway's own origin."""
-        if origin is None:
-            return True
-        if self.origins is not None:
-            return origin in self.origins
-        scope = environ.get("asgi.scope") or {}
-        scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), "http")
-        host = environ.get("HTTP_HOST")
-        return host is not None and origin == f"{scheme}://{host}"
-
     async def on_connect(self, sid: str, environ: dict[str, Any], auth: Any = None) -> None:
         try:
             await self._connect(sid, environ, auth)
@@ -238,33 +189,14 @@ class SocketServer:
             ) from None
 
     async def _connect(self, sid: str, environ: dict[str, Any], auth: Any) -> None:
-        origin = environ.get("HTTP_ORIGIN")
-        if not self.allowed_origin(origin, environ):
+        try:
+            admitted = await self.admission.admit(environ, auth)
+        except AdmissionRefused as refused:
             raise socketio.exceptions.ConnectionRefusedError(
-                FOREIGN_ORIGIN.format(origin=origin), {"error": "origin_refused"}
-            )
-        # "token": what the legacy app's clients send, with what GET /api/socket-token gave.
-        ticket = (auth.get("ticket") or auth.get("token")) if isinstance(auth, dict) else None
-        if not isinstance(ticket, str) or not ticket:
-            raise socketio.exceptions.ConnectionRefusedError(
-                TICKET_NEEDED.format(prefix=self.prefix), {"error": "ticket_required"}
-            )
-        holder = await asyncio.to_thread(self.tickets.consume, ticket)
-        if holder is None:
-            raise socketio.exceptions.ConnectionRefusedError(
-                TICKET_REFUSED, {"error": "ticket_refused"}
-            )
-        if holder.origin is not None and holder.origin != origin:
-            raise socketio.exceptions.ConnectionRefusedError(
-                WRONG_ORIGIN, {"error": "ticket_origin"}
-            )
-        principal = holder.principal
-        # A handshake that carries credentials of its own (a browser's cookie, a CLI's
-        # token) must be of the ticket's user: a ticket passed to someone else is refused.
-        sent_by = principal_of(environ.get("asgi.scope") or {})
-        if sent_by is not None and not sent_by.anonymous and sent_by.user_id != principal.user_id:
-            raise socketio.exceptions.ConnectionRefusedError(ANOTHER_USER, {"error": "ticket_user"})
-        connection = Connection(sid, uuid.uuid4().hex, principal, holder.issued_at)
+                refused.message, {"error": refused.code}
+            ) from None
+        principal = admitted.principal
+        connection = Connection(sid, uuid.uuid4().hex, principal, admitted.since)
         if principal.credential_id is not None:
             loop = asyncio.get_running_loop()
 
@@ -306,17 +238,7 @@ class SocketServer:
 
     def _still_valid(self, connections: list[Connection]) -> list[bool]:
         """For each connection, whether its credential still holds (from memory)."""
-        return [self._holds(c.principal, c.since) for c in connections]
-
-    def _holds(self, principal: Principal, since: float) -> bool:
-        credential = principal.credential_id
-        if credential is None:
-            return True
-        if principal.method in TOKEN_METHODS:
-            return self.credentials.token_live(credential)
-        if principal.method == COOKIE_METHOD:
-            return not self.ended_logins.ended(credential, since)
-        return True
+        return [self.admission.holds(c.principal, c.since) for c in connections]
 
     def _close_ended(self, connection: Connection) -> None:
         """Close a connection whose credential just ended (called in its loop)."""
