@@ -117,21 +117,7 @@ def test_stream_routes_pass_the_lifespan_on_and_watch_it(log: EventLog) -> None:
     plugins = builtins()
     # Made from the log alone, its stream service is its own: nobody else could end its streams.
     app = StreamRoutes(fastapi_app(started), log=log, plugins=plugins)
-    sent: list[str] = []
-
-    async def main() -> None:
-        inbox: asyncio.Queue[dict[str, str]] = asyncio.Queue()
-        for kind in ("lifespan.startup", "lifespan.shutdown"):
-            inbox.put_nowait({"type": kind})
-
-        async def send(message: Any) -> None:
-            sent.append(message["type"])
-
-        await asyncio.wait_for(
-            app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send), 10
-        )
-
-    asyncio.run(main())
+    sent = asyncio.run(through_lifespan(app))
     assert started == ["up"]
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
 
