@@ -200,7 +200,7 @@ def test_the_run_api_around_a_starlette_app(log: EventLog) -> None:
             upstream = GooseUpstream(
                 base_url=GOOSE_URL, secret_key=fake.secret_key, client=goose_client
             )
-            store = RunStore(log.engine)
+            store = RunStore(log)
             pumps = PumpManager(log=log, store=store, upstream=upstream, settings=FAST)
             service = RunService(log=log, store=store, upstream=upstream, pumps=pumps)
             app = IdentityMiddleware(

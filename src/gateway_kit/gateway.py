@@ -285,7 +285,7 @@ class Gateway:
         self.runs: RunService | None = None
         self.lifecycle: RunLifecycle | None = None
         if upstream is not None:
-            store = RunStore(log.engine, reader=log)
+            store = RunStore(log)
             self.lifecycle = RunLifecycle(
                 log=log,
                 store=store,
