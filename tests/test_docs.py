@@ -79,7 +79,7 @@ def test_code_blocks_use_only_what_they_import_or_make() -> None:
 
 def test_the_readme_names_every_table_the_migrations_make(log_url: str) -> None:
     with EventLog(log_url) as log:
-        made = set(sa.inspect(log.engine).get_table_names())
+        made = set(sa.inspect(log.tables.engine).get_table_names())
     assert VERSION_TABLE in made
     named = set(TABLE_NAME.findall(section(README, "### Schema and migrations")))
     assert named == made

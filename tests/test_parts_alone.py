@@ -201,7 +201,7 @@ def test_the_run_api_around_a_starlette_app(log: EventLog) -> None:
             upstream = GooseUpstream(
                 base_url=GOOSE_URL, secret_key=fake.secret_key, client=goose_client
             )
-            store = RunStore(log.engine)
+            store = RunStore(log)
             plugins = builtins()
             # One lifecycle, handed to both: one set of per-run locks decides how a run ends.
             lifecycle = RunLifecycle(log=log, store=store, upstream=upstream, plugins=plugins)
@@ -285,7 +285,7 @@ def test_a_part_used_alone_says_what_it_was_not_handed(log: EventLog) -> None:
     with pytest.raises(TypeError, match="plugins"):
         IdentityMiddleware(fastapi_app())  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="lifecycle"):
-        PumpManager(log=log, store=RunStore(log.engine), upstream=None)  # type: ignore[call-arg,arg-type]
+        PumpManager(log=log, store=RunStore(log), upstream=None)  # type: ignore[call-arg,arg-type]
 
 
 async def through_lifespan(app: Any) -> list[str]:

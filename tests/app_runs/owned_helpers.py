@@ -17,13 +17,13 @@ STREAM = "conv-owned"
 
 
 def lease_of(log: EventLog, run_id: str, stream: str = STREAM) -> Any:
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         name = lease_name(stream, run_id)
         return conn.execute(sa.select(leases).where(leases.c.name == name)).first()
 
 
 def lease_count(log: EventLog) -> int:
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(leases)).scalar_one())
 
 

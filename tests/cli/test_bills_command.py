@@ -33,7 +33,7 @@ def test_bills_lists_what_was_billed_and_what_is_still_pending(
     log_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with EventLog(log_url) as log:
-        store = RunStore(log.engine)
+        store = RunStore(log)
         ended_run(log, store, "r-delivered")
         ended_run(log, store, "r-pending")
         claimed = store.claim_bill("r-delivered", "me", 30)

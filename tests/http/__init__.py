@@ -174,7 +174,7 @@ class Writes:
 
 
 def writes(log: EventLog) -> Writes:
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         events = conn.execute(
             sa.text("SELECT count(*), coalesce(max(seq), 0) FROM gateway_kit_events")
         )

@@ -74,7 +74,7 @@ class Site:
 
     def snapshot(self) -> tuple[Any, ...]:
         """Every row a run start may write, and what goose was asked."""
-        with self.log.engine.connect() as conn:
+        with self.log.tables.engine.connect() as conn:
             owners = conn.execute(sa.text(f"SELECT * FROM {STREAM_OWNERS} ORDER BY stream"))
             owner_rows = tuple(tuple(row) for row in owners)
         return writes(self.log), owner_rows, goose_calls(self.fake)

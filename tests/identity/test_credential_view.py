@@ -54,7 +54,7 @@ def test_pruning_deletes_ended_logins_past_the_cookies_lifetime_and_keeps_recent
     log = EventLog(log_url)
     try:
         day = 24 * 3600.0
-        with log.engine.begin() as conn:
+        with log.tables.transaction() as conn:
             for i, age in enumerate((40 * day, 32 * day, 30 * day, 1.0)):
                 conn.execute(
                     revoked_logins.insert().values(
@@ -74,7 +74,7 @@ def test_pruning_deletes_ended_logins_past_the_cookies_lifetime_and_keeps_recent
 def test_the_cookie_resolver_prunes_with_the_apps_cookie_lifetime(sqlite_url: str) -> None:
     log = EventLog(sqlite_url)
     try:
-        with log.engine.begin() as conn:
+        with log.tables.transaction() as conn:
             for i, age in enumerate((7200.0, 10.0)):
                 conn.execute(
                     revoked_logins.insert().values(
@@ -99,7 +99,7 @@ def test_the_cookie_resolver_prunes_with_the_apps_cookie_lifetime(sqlite_url: st
 
 
 def kept(log: EventLog) -> list[str]:
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         rows = conn.execute(sa.text(f"SELECT credential_id FROM {REVOKED_LOGINS} ORDER BY 1"))
         return [row[0] for row in rows]
 
@@ -113,14 +113,14 @@ def test_a_view_that_cannot_be_read_fails_closed(
         view = CredentialView(log, interval=0.02, stale_after=0.3)
         assert view.token_live(record.token_id)  # read, and fresh
         failing = {"on": True}
-        select = log.select
+        select = log.tables.select
 
         def down(*args: object, **kwargs: object) -> object:
             if failing["on"]:
                 raise sa.exc.OperationalError("SELECT", {}, Exception("the database is down"))
             return select(*args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(log, "select", down)
+        monkeypatch.setattr(log.tables, "select", down)
 
         def refused() -> bool:
             try:
@@ -181,7 +181,7 @@ def test_the_view_agrees_with_the_tables_reading_each_change_once(sqlite_url: st
                     assert view.refresh() == len(changed)
                     changed.clear()
             view.refresh()
-            with log.engine.connect() as conn:
+            with log.tables.engine.connect() as conn:
                 live = {
                     r.token_id
                     for r in conn.execute(sa.select(api_tokens)).all()

@@ -76,7 +76,7 @@ class Sent:
 
 def rows(log: EventLog) -> tuple[Any, ...]:
     tables = (STREAM_OWNERS, API_TOKENS, SOCKET_TICKETS)
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         kept = tuple(
             tuple(map(tuple, conn.execute(sa.text(f"SELECT * FROM {t} ORDER BY 1"))))
             for t in tables

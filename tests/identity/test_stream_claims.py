@@ -123,7 +123,7 @@ def test_a_new_stream_is_taken_by_its_first_starter_alone(log_url: str) -> None:
 def test_a_claim_loses_to_an_event_written_first_and_records_no_run(log: EventLog) -> None:
     """The claim is made in the run's transaction: an event or an owner that came in between
     the look and the run's record wins, and the run is not recorded."""
-    store = RunStore(log.engine)
+    store = RunStore(log)
 
     def run(stream: str) -> Run:
         return Run(str(uuid.uuid4()), stream, "session", str(uuid.uuid4()),

@@ -52,7 +52,7 @@ def test_a_token_made_by_the_cli_reads_its_users_streams_until_revoked(
     assert made.returncode == 0, made.stderr
     fields = dict(line.split(":", 1) for line in made.stdout.splitlines() if ":" in line)
     token, token_id = fields["token"].strip(), fields["token id"].split()[0]
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         stored = conn.execute(sa.select(api_tokens)).one()
     assert token not in repr(tuple(stored)) and token.split("_")[-1] not in repr(tuple(stored))
     gateway = strict_gateway(log)

@@ -66,14 +66,14 @@ def test_the_writer_reconnects_and_an_outage_is_database_unavailable(
         throwaway_pg.kill()
         _fails_fast(lambda: log.append("conv", "Message", {"n": "lost"}))
         _fails_fast(lambda: log.read())
-        _fails_fast(lambda: log.write(leases.delete().where(leases.c.name == "x")))
-        with pytest.raises(DatabaseUnavailable), log.engine.begin() as conn:
+        _fails_fast(lambda: log.tables.write(leases.delete().where(leases.c.name == "x")))
+        with pytest.raises(DatabaseUnavailable), log.tables.transaction() as conn:
             conn.execute(sa.select(leases))
         throwaway_pg.start()
         # The dead connection is not used: the write is not lost with it.
         second = once_back(lambda: log.append("conv", "Message", {"n": 2}))
-        log.write(leases.delete().where(leases.c.name == "x"))
-        with log.engine.begin() as conn:
+        log.tables.write(leases.delete().where(leases.c.name == "x"))
+        with log.tables.transaction() as conn:
             conn.execute(sa.select(leases))
         assert [e.data for e in log.read(stream="conv")] == [{"n": 1}, {"n": 2}]
         assert second.seq > first.seq and second.pos == 2

@@ -19,7 +19,7 @@ NOTES = sa.table("run_notes", sa.column("run_id", sa.Text), sa.column("note", sa
 @pytest.fixture
 def notes(log: EventLog) -> EventLog:
     """The log, with a table beside it for rows written in a run end's transaction."""
-    with log.engine.begin() as conn:
+    with log.tables.transaction() as conn:
         conn.execute(sa.text("CREATE TABLE run_notes (run_id TEXT PRIMARY KEY, note TEXT)"))
     return log
 
@@ -32,7 +32,7 @@ def note(run_id: str, text: str) -> object:
 
 
 def written_notes(log: EventLog) -> list[tuple[str, str]]:
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         return [tuple(row) for row in conn.execute(sa.select(NOTES.c.run_id, NOTES.c.note))]
 
 

@@ -70,7 +70,7 @@ def main() -> None:
     gateway = Gateway(
         log=log,
         upstream=GooseUpstream(base_url=goose_url, secret_key=secret),
-        plugins=[Ledger(log.engine, name, die=DIE in sys.argv[6:])],
+        plugins=[Ledger(log.tables.engine, name, die=DIE in sys.argv[6:])],
         load_entry_points=False,
         allow_anonymous=True,
         pump_settings=TAKEOVER,

@@ -51,7 +51,7 @@ def delivered(store: RunStore, run_id: str) -> bool:
 
 
 def claimed_until(log: EventLog, run_id: str) -> float | None:
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         query = sa.select(bills.c.claimed_until).where(bills.c.run_id == run_id)
         until: float | None = conn.execute(query).scalar_one()
         return until
@@ -59,7 +59,7 @@ def claimed_until(log: EventLog, run_id: str) -> float | None:
 
 def ledger(log: EventLog) -> list[tuple[str, str, str, int]]:
     """(key, run, billing process, calls with that key) for every bill the consumer holds."""
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         rows = conn.execute(sa.select(LEDGER).order_by(LEDGER.c.run_id))
         return [(r.idempotency_key, r.run_id, r.billed_by, r.calls) for r in rows]
 
@@ -81,8 +81,8 @@ def test_a_bill_whose_process_died_delivering_it_is_delivered_once_by_the_surviv
 ) -> None:
     fake = FakeGoose(ping_interval=0.2)
     with EventLog(pg_url) as log, serve_in_thread(fake, lifespan="off") as goose_url:
-        METADATA.create_all(log.engine)
-        store = RunStore(log.engine)
+        METADATA.create_all(log.tables.engine)
+        store = RunStore(log)
         with (
             billing_gateway(pg_url, goose_url, fake.secret_key, tmp_path, "A", die=True) as a,
             billing_gateway(pg_url, goose_url, fake.secret_key, tmp_path, "B") as b,
@@ -121,8 +121,8 @@ def test_replaying_a_finished_run_to_clients_does_not_bill_it_again(
 ) -> None:
     fake = FakeGoose(ping_interval=0.2)
     with EventLog(pg_url) as log, serve_in_thread(fake, lifespan="off") as goose_url:
-        METADATA.create_all(log.engine)
-        store = RunStore(log.engine)
+        METADATA.create_all(log.tables.engine)
+        store = RunStore(log)
         with billing_gateway(pg_url, goose_url, fake.secret_key, tmp_path, "A") as a:
             first = start_run(a, "one")
             wait_for(lambda: delivered(store, first), a.said)

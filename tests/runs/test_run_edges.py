@@ -217,7 +217,7 @@ def test_a_goose_event_too_large_for_the_log_is_replaced_and_the_run_goes_on(
 def test_a_replay_of_a_dropped_event_is_recognised_not_taken_for_a_restart(log_url: str) -> None:
     async def main() -> None:
         with EventLog(log_url, max_payload_bytes=4096) as log:
-            store = RunStore(log.engine)
+            store = RunStore(log)
             binding = store.bind(STREAM, "session-1")
             appender = FrameAppender(log, store)
             big = {"type": "Message", "message": {"id": "m1", "content": "z" * 8192}}

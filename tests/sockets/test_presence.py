@@ -30,7 +30,9 @@ def watcher(log: EventLog, process: str, connection: str, user: str) -> Presence
 
 def expire(log: EventLog, process: str) -> None:
     """The process died: its lease ran out unrenewed."""
-    log.write(leases.update().where(leases.c.name == LEASE_PREFIX + process).values(expires_at=0.0))
+    log.tables.write(
+        leases.update().where(leases.c.name == LEASE_PREFIX + process).values(expires_at=0.0)
+    )
 
 
 def rows_of(log: EventLog, connection: str) -> int:
@@ -39,7 +41,7 @@ def rows_of(log: EventLog, connection: str) -> int:
         sa.select(sa.func.count()).where(table.c.connection_id == connection).scalar_subquery()
         for table in (socket_connections, socket_subscriptions)
     ]
-    return int(log.select(sa.select((counts[0] + counts[1]).label("n")))[0].n)
+    return int(log.tables.select(sa.select((counts[0] + counts[1]).label("n")))[0].n)
 
 
 def test_a_live_process_sweeping_deletes_only_what_dead_processes_left(log: EventLog) -> None:

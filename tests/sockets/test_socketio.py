@@ -223,7 +223,7 @@ def test_refused_tickets_say_why(served: tuple[str, EventLog]) -> None:
         assert "unknown" in await refused(Client(base, {}), {"ticket": "made-up"})
         # Expired: its time to live is over (moved into the past, not waited for).
         late = await cli.ticket()
-        with log.engine.begin() as conn:
+        with log.tables.transaction() as conn:
             conn.execute(
                 socket_tickets.update()
                 .where(socket_tickets.c.ticket_hash == digest(late))

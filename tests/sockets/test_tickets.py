@@ -49,7 +49,7 @@ def test_a_ticket_is_consumed_once_whoever_races_for_it(log: EventLog) -> None:
 def test_tickets_are_stored_hashed_and_the_per_user_cap_evicts_the_oldest(log: EventLog) -> None:
     tickets = SocketTickets(log, per_user=3)
     issued = [tickets.issue(ALICE)[0] for _ in range(4)]
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         stored = repr(conn.execute(sa.select(socket_tickets)).all())
     assert not any(t in stored for t in issued)
     assert tickets.consume(issued[0]) is None  # the oldest went
@@ -129,5 +129,5 @@ def test_the_legacy_socket_token_needs_a_cookies_csrf_token(sqlite_url: str) -> 
 
 
 def _tickets(log: EventLog) -> int:
-    with log.engine.connect() as conn:
+    with log.tables.engine.connect() as conn:
         return len(conn.execute(sa.select(socket_tickets)).all())

@@ -113,7 +113,7 @@ async def harness(
     """`goose`: the fake's class (a hostile one); `settings`: the pumps' timings."""
     fake = goose(ping_interval=0.05, **fake_options)
     log = EventLog(log_url)
-    store = RunStore(log.engine, reader=log)
+    store = RunStore(log)
     client = httpx.AsyncClient()
     hooks = Plugins(plugins, load_entry_points=False)
     try:

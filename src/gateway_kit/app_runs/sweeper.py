@@ -58,7 +58,7 @@ class OwnedRunSweeper:
         now = time.time()
         # On the log's own reader: a look that mostly finds nothing takes no write lock, so
         # it never waits for an append (nor an append for it) on SQLite.
-        expired = self.log.select(EXPIRED_OWNED_LEASES, {"now": now})
+        expired = self.log.tables.select(EXPIRED_OWNED_LEASES, {"now": now})
         ended = []
         for lease in expired:
             event = self._end(lease, now)
@@ -91,8 +91,7 @@ class OwnedRunSweeper:
         except LeaseRenewed:
             return None
         if event is None:  # the run had ended, and its lease was left behind
-            with self.log.engine.begin() as conn:
-                conn.execute(stale)
+            self.log.tables.write(stale)
             return None
         logger.warning("run %s of stream %s: %s", run_id, stream, error["error"])
         return event

@@ -28,7 +28,7 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
 
 def run(args: argparse.Namespace) -> int:
     with EventLog(args.db) as log:
-        found = RunStore(log.engine).bills(undelivered=args.undelivered)
+        found = RunStore(log).bills(undelivered=args.undelivered)
     if args.json:
         for bill in found:
             print(json.dumps(bill_json(bill), ensure_ascii=False))

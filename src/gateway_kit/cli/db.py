@@ -18,7 +18,8 @@ from ..log.schema import EVENTS, HEAD_REVISION
 
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 AGE_NAMES = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
-# What a prune would delete, and what the log holds: one statement, read before deleting.
+# What a prune would delete, and what the log holds: one statement, read before deleting. SQL
+# text, since it counts what the log's own prune SQL (`prunable_runs_sql`) picks.
 PRUNE_PLAN = sa.text(
     f"SELECT (SELECT COUNT(*) FROM {EVENTS} WHERE run_id IN"
     f" (SELECT run_id FROM ({prunable_runs_sql(':cutoff')}) AS prunable)) AS doomed,"
@@ -88,8 +89,7 @@ def run_prune(args: argparse.Namespace) -> int:
     age = human_age(args.older_than)
     with EventLog(args.db) as log:
         cutoff = time.time() - args.older_than.total_seconds()
-        with log.engine.connect() as conn:
-            plan = conn.execute(PRUNE_PLAN, {"cutoff": cutoff}).one()
+        [plan] = log.tables.select(PRUNE_PLAN, {"cutoff": cutoff})
         runs = f"{plan.runs} run{'' if plan.runs == 1 else 's'}"
         counts = {"doomed": plan.doomed, "runs": runs, "total": plan.total, "age": age}
         if args.dry_run:

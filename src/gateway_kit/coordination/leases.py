@@ -63,12 +63,12 @@ def _acquire_statement(dialect: str) -> sa.Insert:
 
 
 class Lease:
-    """A lease in the log's database, written on the log's own writer connection."""
+    """A lease in the log's database; each change is one statement (`Tables.write`)."""
 
     def __init__(
         self, log: EventLog, name: str, holder: str, ttl: float = DEFAULT_LEASE_TTL
     ) -> None:
-        self.log = log
+        self.tables = log.tables
         self.name = name
         self.holder = holder
         self.ttl = ttl
@@ -83,9 +83,9 @@ class Lease:
     def acquire(self) -> bool:
         """Take the lease if it is free, expired or already ours (which renews it)."""
         now = time.time()
-        statement = _acquire_statement(self.log.dialect)
+        statement = _acquire_statement(self.tables.dialect)
         params = {"name": self.name, "holder": self.holder, "now": now, "until": now + self.ttl}
-        rows = self.log.write(statement, params).rows
+        rows = self.tables.write(statement, params).rows
         if not rows:  # another holder's lease, still running
             self.token = None
             return False
@@ -103,7 +103,7 @@ class Lease:
             return False
         now = time.time()
         params = {**self._mine(), "until": now + self.ttl}
-        renewed = self.log.write(RENEW, params).rowcount == 1
+        renewed = self.tables.write(RENEW, params).rowcount == 1
         if not renewed:
             self.token = None
             return False
@@ -118,7 +118,7 @@ class Lease:
     def release(self) -> None:
         if self.token is None:
             return
-        self.log.write(*self.release_statement())
+        self.tables.write(*self.release_statement())
         self.token = None
 
     def _mine(self) -> dict[str, Any]:

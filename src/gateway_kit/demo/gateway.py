@@ -51,8 +51,7 @@ class DemoApp:
 
 def bound_session_ids(log: EventLog) -> list[str]:
     """The goose sessions the log's streams are bound to (by earlier runs of the demo)."""
-    with log.engine.connect() as conn:
-        return list(conn.execute(sa.select(sessions.c.session_id)).scalars())
+    return [row.session_id for row in log.tables.select(sa.select(sessions.c.session_id))]
 
 
 def build_demo(

@@ -52,13 +52,12 @@ def database_key(log: EventLog) -> str:
         logger.info(FROM_VARIABLE)
         return key
     try:
-        with log.engine.begin() as conn:
+        with log.tables.transaction() as conn:
             found = conn.execute(FIND).scalar()
             if found is None:
                 found = secrets.token_urlsafe(KEY_BYTES)
                 conn.execute(meta.insert().values(key=META_KEY, value=found))
     except sa.exc.IntegrityError:  # another process made it first: theirs is the key
-        with log.engine.connect() as conn:
-            found = conn.execute(FIND).scalar_one()
+        [(found,)] = log.tables.select(FIND)
     logger.info(FROM_DATABASE)
     return str(found)

@@ -116,7 +116,7 @@ def build_runs(
     pump_settings: PumpSettings | None,
     lifecycle_settings: LifecycleSettings | None,
 ) -> RunParts:
-    store = RunStore(log.engine, reader=log)
+    store = RunStore(log)
     lifecycle = RunLifecycle(
         log=log,
         store=store,

@@ -50,6 +50,7 @@ def next_change(conn: sa.Connection, column: sa.Column[Any]) -> int:
     numbers are given in commit order and a reader that saw N saw every change below N.
     """
     if conn.dialect.name == "postgresql":
+        # SQL text: SQLAlchemy has no construct for LOCK TABLE.
         conn.exec_driver_sql(f"LOCK TABLE {column.table.name} IN SHARE ROW EXCLUSIVE MODE")
     largest = conn.execute(sa.select(sa.func.max(column))).scalar()
     return int(largest or 0) + 1
@@ -218,10 +219,10 @@ class CredentialView:
         """Read what changed since the last read; returns how many rows were fetched."""
         started = time.monotonic()
         first = self._token_change < 0
-        tokens = self.log.select(
+        tokens = self.log.tables.select(
             self._tokens_query if first else self._tokens_since, {"after": self._token_change}
         )
-        logins = self.log.select(
+        logins = self.log.tables.select(
             self._logins_query if first else self._logins_since, {"after": self._login_change}
         )
         ended: list[str] = []
@@ -278,10 +279,9 @@ class CredentialView:
         """Forget ended logins older than `max_age` seconds (their cookies are refused for
         their age by then); returns how many rows were deleted."""
         cutoff = time.time() - max_age
-        with self.log.engine.begin() as conn:
-            deleted = conn.execute(
-                revoked_logins.delete().where(revoked_logins.c.revoked_at < cutoff)
-            ).rowcount
+        deleted = self.log.tables.write(
+            revoked_logins.delete().where(revoked_logins.c.revoked_at < cutoff)
+        ).rowcount
         with self._lock:
             for credential_id in [c for c, at in self._ended.items() if at < cutoff]:
                 del self._ended[credential_id]

@@ -38,7 +38,7 @@ class EndedLogins:
         refused, and whatever they hold open is closed."""
         now = time.time()
         table = revoked_logins
-        with self.log.engine.begin() as conn:
+        with self.log.tables.transaction() as conn:
             change = next_change(conn, table.c.change)
             # Ended again (a user whose logins all share one credential logged in anew):
             # the newer end counts.

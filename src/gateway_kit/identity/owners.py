@@ -39,7 +39,8 @@ events = sa.table(EVENTS, sa.column("stream"))
 FIND = sa.select(stream_owners.c.user_id).where(stream_owners.c.stream == sa.bindparam("stream"))
 WRITTEN = sa.select(sa.literal(1)).where(events.c.stream == sa.bindparam("stream")).limit(1)
 # Appends hold this lock of each stream they write until they commit (PostgreSQL): a claim
-# taken under it sees every event written to the stream before, and none slips in after.
+# taken under it sees every event written to the stream before, and none slips in after. SQL
+# text, since SQLAlchemy has no construct for PostgreSQL's advisory locks.
 LOCK_STREAM = sa.text(f"SELECT pg_advisory_xact_lock({STREAM_LOCK_CLASS}, hashtext(:stream))")
 
 
@@ -64,12 +65,12 @@ class StreamOwners:
         self.log = log
 
     def owner(self, stream: str) -> str | None:
-        rows = self.log.select(FIND, {"stream": stream})
+        rows = self.log.tables.select(FIND, {"stream": stream})
         return str(rows[0].user_id) if rows else None
 
     def written(self, stream: str) -> bool:
         """Whether the log holds an event of `stream`."""
-        return bool(self.log.select(WRITTEN, {"stream": stream}))
+        return bool(self.log.tables.select(WRITTEN, {"stream": stream}))
 
     def claimable(self, stream: str) -> bool:
         """Whether a run's starter may take `stream`: it has neither an owner nor an event."""
@@ -83,12 +84,11 @@ class StreamOwners:
         if known is not None:
             return known
         try:
-            with self.log.engine.begin() as conn:
-                conn.execute(
-                    stream_owners.insert().values(
-                        stream=stream, user_id=user_id, declared_at=time.time()
-                    )
+            self.log.tables.write(
+                stream_owners.insert().values(
+                    stream=stream, user_id=user_id, declared_at=time.time()
                 )
+            )
         except sa.exc.IntegrityError:
             owner = self.owner(stream)
             if owner is None:  # not a row that came first: the refusal was about something else
@@ -101,7 +101,7 @@ class StreamOwners:
         `StreamOwnedByOther` when another user owns it, unless `force`."""
         check_name("stream", stream)
         check_user_id(user_id)
-        with self.log.engine.begin() as conn:
+        with self.log.tables.transaction() as conn:
             row = conn.execute(FIND, {"stream": stream}).first()
             before = None if row is None else str(row.user_id)
             if before == user_id:

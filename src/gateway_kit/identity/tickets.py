@@ -30,6 +30,27 @@ DEFAULT_RATE, DEFAULT_RATE_WINDOW = DEFAULT_TICKET_RATE
 KEEP_SPENT = 60.0
 
 
+# One conditional UPDATE, so that of two connects racing with one ticket one gets it; built
+# once, since every Socket.IO connect runs it.
+CONSUME = (
+    socket_tickets.update()
+    .where(
+        socket_tickets.c.ticket_hash == sa.bindparam("ticket_hash"),
+        socket_tickets.c.used_at.is_(None),
+        socket_tickets.c.expires_at > sa.bindparam("now"),
+    )
+    .values(used_at=sa.bindparam("now"))
+    .returning(
+        socket_tickets.c.user_id,
+        socket_tickets.c.method,
+        socket_tickets.c.credential_id,
+        socket_tickets.c.scopes,
+        socket_tickets.c.origin,
+        socket_tickets.c.issued_at,
+    )
+)
+
+
 class RateLimited(Exception):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"too many tickets asked for; try again in {retry_after:.0f} s")
@@ -71,7 +92,7 @@ class SocketTickets:
         now = time.time()
         ticket = new_secret()
         holder = principal.credential_id or f"user:{principal.user_id}"
-        with self.log.engine.begin() as conn:
+        with self.log.tables.transaction() as conn:
             # Spent and expired rows go, but not while they still count for the rate.
             conn.execute(
                 socket_tickets.delete().where(
@@ -129,26 +150,10 @@ class SocketTickets:
         if not isinstance(ticket, str) or not ticket or len(ticket) > 200:
             return None
         now = time.time()
-        with self.log.engine.begin() as conn:
-            row = conn.execute(
-                socket_tickets.update()
-                .where(
-                    socket_tickets.c.ticket_hash == digest(ticket),
-                    socket_tickets.c.used_at.is_(None),
-                    socket_tickets.c.expires_at > now,
-                )
-                .values(used_at=now)
-                .returning(
-                    socket_tickets.c.user_id,
-                    socket_tickets.c.method,
-                    socket_tickets.c.credential_id,
-                    socket_tickets.c.scopes,
-                    socket_tickets.c.origin,
-                    socket_tickets.c.issued_at,
-                )
-            ).first()
-        if row is None:
+        rows = self.log.tables.write(CONSUME, {"ticket_hash": digest(ticket), "now": now}).rows
+        if not rows:
             return None
+        row = rows[0]
         credential = None if row.credential_id.startswith("user:") else row.credential_id
         principal = Principal(
             user_id=row.user_id,

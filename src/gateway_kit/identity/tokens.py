@@ -106,7 +106,7 @@ class ApiTokens:
         token_id = secrets.token_hex(TOKEN_ID_HEX // 2)
         secret = new_secret()
         record = ApiToken(token_id, user_id, kind, checked, time.time())
-        with self.log.engine.begin() as conn:
+        with self.log.tables.transaction() as conn:
             conn.execute(
                 api_tokens.insert().values(
                     token_id=token_id,
@@ -130,7 +130,7 @@ class ApiTokens:
         if parsed is None or parsed[0] is not kind:
             return None
         _, token_id, secret = parsed
-        rows = self.log.select(self._find, {"token_id": token_id})
+        rows = self.log.tables.select(self._find, {"token_id": token_id})
         if not rows:
             return None
         row = rows[0]
@@ -163,19 +163,19 @@ class ApiTokens:
             query, size = _live_query(len(batch))
             # The batch padded with its last id: a statement of each size is compiled once.
             params = {f"t{i}": batch[min(i, len(batch) - 1)] for i in range(size)}
-            found.update(row.token_id for row in self.log.select(query, params))
+            found.update(row.token_id for row in self.log.tables.select(query, params))
         return found
 
     def list(self, user_id: str | None = None) -> list[ApiToken]:
-        query = sa.select(api_tokens).order_by(api_tokens.c.created_at)
-        if user_id is not None:
-            query = query.where(api_tokens.c.user_id == user_id)
-        with self.log.engine.connect() as conn:
-            return [_record(row) for row in conn.execute(query)]
+        if user_id is None:
+            rows = self.log.tables.select(TOKENS)
+        else:
+            rows = self.log.tables.select(TOKENS_OF_USER, {"user_id": user_id})
+        return [_record(row) for row in rows]
 
     def revoke(self, token_id: str) -> ApiToken:
         """Revoke a token (again is harmless); `KeyError` when there is no such token."""
-        with self.log.engine.begin() as conn:
+        with self.log.tables.transaction() as conn:
             conn.execute(
                 api_tokens.update()
                 .where(api_tokens.c.token_id == token_id, api_tokens.c.revoked_at.is_(None))
@@ -200,6 +200,8 @@ class ApiTokens:
 
 
 LIVE_BATCH = 256
+TOKENS = sa.select(api_tokens).order_by(api_tokens.c.created_at)
+TOKENS_OF_USER = TOKENS.where(api_tokens.c.user_id == sa.bindparam("user_id"))
 
 
 @functools.cache

@@ -1,4 +1,13 @@
-"""What the event log needs from a database, and the parts both backends share."""
+"""What the event log needs from a database, and the parts both backends share.
+
+The events are appended and read on the drivers' own DB-API connections (sqlite3, psycopg),
+with SQL written here, not through SQLAlchemy: this is the measured hot path (`bench/log_sqlite.py`
+and `bench/log_postgres.py` compare it with plain sqlite3 and psycopg). A group commit writes a
+whole batch of appends with one statement (`executemany`, or one call of the append function
+on PostgreSQL) in one transaction, and a read is one query on the thread's own connection,
+with no per-row or per-statement cost of SQLAlchemy's Core or ORM on the way. The tables beside
+the log, touched a few times per run, go through SQLAlchemy (`tables.py`).
+"""
 
 from __future__ import annotations
 

@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-import sqlalchemy as sa
-
 from ..exceptions import DatabaseUnavailable, InvalidCursor, InvalidEvent, LogClosed
 from ..settings import DEFAULT_DATABASE_URL, check_database_url
 from . import migrate
@@ -34,7 +32,8 @@ from .postgres import PostgresBackend
 from .reconnect import Backoff
 from .schema import HEAD_REVISION
 from .sqlite import SQLiteBackend
-from .transaction import Result, Transaction, compiled, record_type
+from .tables import Tables
+from .transaction import Transaction
 
 logger = logging.getLogger("gateway_kit.log")
 
@@ -94,6 +93,8 @@ class EventLog:
             self._backend.close()
             raise
         self._write_lock = threading.Lock()
+        # The tables beside the log, which every store reads and writes through.
+        self.tables = Tables(self._backend, self._write_lock, self._check_open)
         self._group: GroupCommit[NewEvent, Event] = GroupCommit(self._commit, self._write_lock)
         self._notifier = Notifier()
         # Set while this process listens for other processes' commits (set again after an
@@ -101,7 +102,6 @@ class EventLog:
         self.listening = threading.Event()
         self._commit_listeners: tuple[Callable[[int, list[Event]], None], ...] = ()
         self._closed = False
-        self._engine: sa.Engine | None = None
         self._watcher: threading.Thread | None = None
         self._watcher_lock = threading.Lock()
         self._closing = threading.Event()  # cuts the watcher's pause short
@@ -421,42 +421,6 @@ class EventLog:
     def change_token(self) -> int:
         return self._notifier.version
 
-    def select(
-        self, statement: sa.Executable, params: Mapping[str, Any] | None = None
-    ) -> list[Any]:
-        """Rows of a SQLAlchemy Core query of the tables beside the log, read on the log's own
-        reader connection of this thread (no connection is opened per query); each row's
-        columns are attributes. `params` fill the statement's `bindparam`s."""
-        self._check_open()
-        sql = compiled(statement, self._backend.dialect)
-        names, rows = self._backend.select(sql.sql, sql.parameters(params))
-        record = record_type(names)
-        return [record(*row) for row in rows]
-
-    @property
-    def dialect(self) -> str:
-        """The database's kind, as SQLAlchemy names it: "sqlite" or "postgresql"."""
-        return self._backend.dialect
-
-    def write(self, statement: sa.Executable, params: Mapping[str, Any] | None = None) -> Result:
-        """Run a SQLAlchemy Core statement that writes the tables beside the log, committed on
-        its own, on the log's writer connection (no connection is opened per write); its rows,
-        where it returns any. `params` fill the statement's `bindparam`s."""
-        self._check_open()
-        with self._write_lock:
-            return self._backend.transact(
-                lambda transaction: transaction.execute(statement, params)
-            )
-
-    @property
-    def engine(self) -> sa.Engine:
-        """A SQLAlchemy engine on the log's database, for the tables that live beside it."""
-        self._check_open()
-        with self._watcher_lock:
-            if self._engine is None:
-                self._engine = self._backend.engine()
-            return self._engine
-
     # --- housekeeping --------------------------------------------------------------------
 
     def prune(
@@ -532,8 +496,7 @@ class EventLog:
         self._notifier.notify()  # let tails notice
         with self._write_lock:
             self._backend.close()
-        if self._engine is not None:
-            self._engine.dispose()
+        self.tables.close()
 
     def __enter__(self) -> EventLog:
         return self

@@ -74,11 +74,16 @@ class Transaction:
         """Run a SQLAlchemy Core statement; `params` fill its `bindparam`s."""
         sql = compiled(statement, self._dialect)
         cursor = self._connection.execute(sql.sql, sql.parameters(params))
-        rows = cursor.fetchall() if cursor.description else []
-        return Result(rows, cursor.rowcount)
+        if not cursor.description:
+            return Result([], cursor.rowcount)
+        record = record_type(tuple(column[0] for column in cursor.description))
+        return Result([record(*row) for row in cursor.fetchall()], cursor.rowcount)
 
 
 class Result:
+    """What a statement wrote: its rows, where it returns any (columns are attributes), and how
+    many rows it touched."""
+
     def __init__(self, rows: Sequence[Any], rowcount: int) -> None:
         self.rows = list(rows)
         self.rowcount = rowcount

@@ -25,6 +25,21 @@ BILL = bills.insert().values(
 )
 
 
+BILL_OF_RUN = sa.select(bills).where(bills.c.run_id == sa.bindparam("run_id"))
+BILLS = sa.select(bills).order_by(bills.c.created_at)
+UNDELIVERED_BILLS = BILLS.where(bills.c.delivered_at.is_(None))
+# Undelivered bills whose next try is due and that nobody holds a claim on: asked for by the
+# billing outbox every few seconds, so built once.
+DUE_BILLS = (
+    sa.select(bills.c.run_id)
+    .where(bills.c.delivered_at.is_(None))
+    .where(bills.c.next_try_at <= sa.bindparam("now"))
+    .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < sa.bindparam("now")))
+    .order_by(bills.c.next_try_at)
+    .limit(sa.bindparam("limit"))
+)
+
+
 def idempotency_key(run_id: str) -> str:
     """The key every delivery of a run's bill carries: one run, one key."""
     return f"gateway-kit-run:{run_id}"
@@ -48,51 +63,35 @@ class Bills(Rows):
     """The bills of the run store."""
 
     def bill(self, run_id: str) -> Bill | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(bills).where(bills.c.run_id == run_id)).first()
+        row = self._first(BILL_OF_RUN, {"run_id": run_id})
         return None if row is None else _bill(row)
 
     def bills(self, *, undelivered: bool = False) -> list[Bill]:
-        query = sa.select(bills).order_by(bills.c.created_at)
-        if undelivered:
-            query = query.where(bills.c.delivered_at.is_(None))
-        with self.engine.connect() as conn:
-            return [_bill(row) for row in conn.execute(query)]
+        return [_bill(row) for row in self._rows(UNDELIVERED_BILLS if undelivered else BILLS)]
 
     def due_bills(self, now: float, limit: int = 100) -> list[str]:
         """Undelivered bills whose next try is due and that nobody holds a claim on."""
-        query = (
-            sa.select(bills.c.run_id)
-            .where(bills.c.delivered_at.is_(None))
-            .where(bills.c.next_try_at <= now)
-            .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < now))
-            .order_by(bills.c.next_try_at)
-            .limit(limit)
-        )
-        with self.engine.connect() as conn:
-            return [row.run_id for row in conn.execute(query)]
+        return [row.run_id for row in self._rows(DUE_BILLS, {"now": now, "limit": limit})]
 
     def claim_bill(self, run_id: str, holder: str, ttl: float) -> Bill | None:
         """Take the delivery of a bill for `ttl` seconds; None if delivered or claimed."""
         now = time.time()
-        with self.engine.begin() as conn:
-            result = conn.execute(
-                bills.update()
-                .where(bills.c.run_id == run_id)
-                .where(bills.c.delivered_at.is_(None))
-                .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < now))
-                .values(claimed_by=holder, claimed_until=now + ttl, tries=bills.c.tries + 1)
-            )
+        result = self.tables.write(
+            bills.update()
+            .where(bills.c.run_id == run_id)
+            .where(bills.c.delivered_at.is_(None))
+            .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < now))
+            .values(claimed_by=holder, claimed_until=now + ttl, tries=bills.c.tries + 1)
+        )
         return self.bill(run_id) if result.rowcount else None
 
     def bill_delivered(self, run_id: str, holder: str) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                bills.update()
-                .where(bills.c.run_id == run_id)
-                .where(bills.c.claimed_by == holder)
-                .values(delivered_at=time.time(), claimed_until=None, last_error=None)
-            )
+        self.tables.write(
+            bills.update()
+            .where(bills.c.run_id == run_id)
+            .where(bills.c.claimed_by == holder)
+            .values(delivered_at=time.time(), claimed_until=None, last_error=None)
+        )
 
     def bill_failed(
         self, run_id: str, holder: str, error: str, retry_at: float, keep_claim: bool = False
@@ -102,10 +101,9 @@ class Bills(Rows):
         values: dict[str, Any] = {"next_try_at": retry_at, "last_error": error}
         if not keep_claim:
             values["claimed_until"] = None
-        with self.engine.begin() as conn:
-            conn.execute(
-                bills.update()
-                .where(bills.c.run_id == run_id)
-                .where(bills.c.claimed_by == holder)
-                .values(**values)
-            )
+        self.tables.write(
+            bills.update()
+            .where(bills.c.run_id == run_id)
+            .where(bills.c.claimed_by == holder)
+            .values(**values)
+        )

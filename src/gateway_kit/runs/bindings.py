@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -34,18 +35,15 @@ class SessionBindings(Rows):
 
     def bind(self, stream: str, session_id: str) -> SessionBinding:
         """Bind a new goose session to `stream`; if another process bound one first, keep that."""
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    sessions.insert().values(
-                        stream=stream,
-                        session_id=session_id,
-                        lifetime_start_seq=0,
-                        created_at=time.time(),
-                    )
+        with contextlib.suppress(sa.exc.IntegrityError):
+            self.tables.write(
+                sessions.insert().values(
+                    stream=stream,
+                    session_id=session_id,
+                    lifetime_start_seq=0,
+                    created_at=time.time(),
                 )
-        except sa.exc.IntegrityError:
-            pass
+            )
         binding = self.binding(stream)
         assert binding is not None
         return binding
@@ -53,25 +51,23 @@ class SessionBindings(Rows):
     def rebind(self, stream: str, session_id: str, after_seq: int) -> SessionBinding:
         """Serve `stream` from a new goose session from now on; its goose ids begin after
         `after_seq`, and the old session's pump, finding no binding, stops."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                sessions.update()
-                .where(sessions.c.stream == stream)
-                .values(session_id=session_id, lifetime_start_seq=after_seq)
-            )
+        self.tables.write(
+            sessions.update()
+            .where(sessions.c.stream == stream)
+            .values(session_id=session_id, lifetime_start_seq=after_seq)
+        )
         binding = self.binding(stream)
         assert binding is not None
         return binding
 
     def start_lifetime(self, session_id: str, after_seq: int) -> None:
         """goosed restarted: goose ids of events up to `after_seq` must never be sent again."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                sessions.update()
-                .where(sessions.c.session_id == session_id)
-                .where(sessions.c.lifetime_start_seq < after_seq)
-                .values(lifetime_start_seq=after_seq)
-            )
+        self.tables.write(
+            sessions.update()
+            .where(sessions.c.session_id == session_id)
+            .where(sessions.c.lifetime_start_seq < after_seq)
+            .values(lifetime_start_seq=after_seq)
+        )
 
 
 async def lifetime_head(log: EventLog, stream: str) -> int:

@@ -1,5 +1,5 @@
-"""How the run store's parts read their rows: through the log's own connections when the log is
-on the same database (no connection is opened per read), else through the store's engine."""
+"""How the run store's parts reach their rows: through the tables beside the log
+(`gateway_kit.log.tables`)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,13 @@ from ..log import EventLog
 
 
 class Rows:
-    """:param engine: where the rows are written (and read, without a `reader`).
-    :param reader: the log on the same database, whose own connections the frequent reads
-        use (no connection is opened per read).
-    """
+    """:param log: the log whose database holds the rows."""
 
-    def __init__(self, engine: sa.Engine, *, reader: EventLog | None = None) -> None:
-        self.engine = engine
-        self.reader = reader
+    def __init__(self, log: EventLog) -> None:
+        self.tables = log.tables
 
     def _rows(self, statement: sa.Executable, params: dict[str, Any] | None = None) -> list[Any]:
-        if self.reader is not None:
-            return self.reader.select(statement, params)
-        with self.engine.connect() as conn:
-            return list(conn.execute(statement, params or {}))
+        return self.tables.select(statement, params)
 
     def _first(self, statement: sa.Executable, params: dict[str, Any]) -> Any:
         rows = self._rows(statement, params)

@@ -89,9 +89,7 @@ class RunStore(SessionBindings, Bills):
     """Runs and their attempts; with the stream → session bindings (`bindings.py`) and the
     bills (`bills.py`).
 
-    :param engine: where the rows are written (and read, without a `reader`).
-    :param reader: the log on the same database, whose own connections the frequent reads
-        use (no connection is opened per read).
+    :param log: the log whose database holds them (`log.tables`).
     """
 
     # --- runs ------------------------------------------------------------------------------
@@ -121,7 +119,7 @@ class RunStore(SessionBindings, Bills):
             "started_at": run.created_at,
         }
         try:
-            with self.engine.begin() as conn:
+            with self.tables.transaction() as conn:
                 if claim_for is not None:
                     claim(conn, run.stream, claim_for)
                 conn.execute(runs.insert().values(**values))
@@ -147,7 +145,7 @@ class RunStore(SessionBindings, Bills):
         database keeps each kind's budget of one.
         """
         try:
-            with self.engine.begin() as conn:
+            with self.tables.transaction() as conn:
                 number = conn.execute(
                     sa.select(sa.func.max(attempts.c.number)).where(attempts.c.run_id == run.run_id)
                 ).scalar_one()
@@ -211,8 +209,7 @@ class RunStore(SessionBindings, Bills):
     def end(self, run_id: str, status: RunStatus) -> bool:
         """Move an active run to `status`; False when it had already ended. For runs that
         never reached goose: a run that did ends with its terminal event (`write_ending`)."""
-        with self.engine.begin() as conn:
-            result = conn.execute(END, end_params(run_id, status))
+        result = self.tables.write(END, end_params(run_id, status))
         return bool(result.rowcount)
 
     def settle(self, run: Run, terminal: Event) -> None:
@@ -220,13 +217,12 @@ class RunStore(SessionBindings, Bills):
         self.end(run.run_id, ending_status(terminal.type, cancel_requested=run.cancel_requested))
 
     def request_cancel(self, run_id: str) -> bool:
-        with self.engine.begin() as conn:
-            result = conn.execute(
-                runs.update()
-                .where(runs.c.run_id == run_id)
-                .where(runs.c.status == RunStatus.ACTIVE.value)
-                .values(cancel_requested=True)
-            )
+        result = self.tables.write(
+            runs.update()
+            .where(runs.c.run_id == run_id)
+            .where(runs.c.status == RunStatus.ACTIVE.value)
+            .values(cancel_requested=True)
+        )
         return bool(result.rowcount)
 
 

@@ -57,8 +57,8 @@ DEAD_CONNECTIONS = sa.select(socket_connections.c.connection_id).where(
 )
 
 
-# Subscriptions change on every (un)subscribe: written on the log's writer connection (none
-# is opened per write) with statements built once.
+# Subscriptions change on every (un)subscribe: each is one statement (`Tables.write`), built
+# once.
 UNSUBSCRIBE = socket_subscriptions.delete().where(
     socket_subscriptions.c.connection_id == sa.bindparam("connection_id"),
     socket_subscriptions.c.stream == sa.bindparam("stream"),
@@ -86,6 +86,7 @@ def _subscribe_statement(dialect: str) -> sa.Insert:
 class Presence:
     def __init__(self, log: EventLog, process_id: str, *, ttl: float = DEFAULT_LEASE_TTL) -> None:
         self.log = log
+        self.tables = log.tables
         self.process_id = process_id
         self.lease = Lease(log, LEASE_PREFIX + process_id, process_id, ttl)
         # Renewed from the server's periodic checks, not a task of its own; taken anew after
@@ -110,7 +111,7 @@ class Presence:
         """Make this process's rows what its connections hold now: ``(connection_id,
         principal, streams)`` each, in one transaction."""
         now = time.time()
-        with self.log.engine.begin() as conn:
+        with self.tables.transaction() as conn:
             self._delete_mine(conn)
             for connection_id, principal, streams in connections:
                 conn.execute(self._connection_row(connection_id, principal, now))
@@ -145,12 +146,11 @@ class Presence:
     def connected(self, connection_id: str, principal: Principal) -> None:
         if not self.lease.held:
             self.keep_alive()
-        with self.log.engine.begin() as conn:
-            conn.execute(self._connection_row(connection_id, principal, time.time()))
+        self.tables.write(self._connection_row(connection_id, principal, time.time()))
 
     def disconnected(self, connection_id: str) -> None:
         """Forget a connection and what it watched."""
-        with self.log.engine.begin() as conn:
+        with self.tables.transaction() as conn:
             conn.execute(
                 socket_subscriptions.delete().where(
                     socket_subscriptions.c.connection_id == connection_id
@@ -166,15 +166,15 @@ class Presence:
         """Note a subscription, or when it was made again: one statement, so that subscribes
         of one connection to one stream that overlap cannot both insert."""
         params = {"connection_id": connection_id, "stream": stream, "at": time.time()}
-        self.log.write(_subscribe_statement(self.log.dialect), params)
+        self.tables.write(_subscribe_statement(self.tables.dialect), params)
 
     def unsubscribed(self, connection_id: str, stream: str) -> None:
-        self.log.write(UNSUBSCRIBE, {"connection_id": connection_id, "stream": stream})
+        self.tables.write(UNSUBSCRIBE, {"connection_id": connection_id, "stream": stream})
 
     def watching(self, stream: str) -> dict[str, Any]:
         """Who watches `stream` now: each user with their number of connections, and each
         connection (its id, user and how it logged in); the same from every process."""
-        rows = self.log.select(WATCHING, {"stream": stream, "now": time.time()})
+        rows = self.tables.select(WATCHING, {"stream": stream, "now": time.time()})
         users: dict[str, int] = {}
         for row in rows:
             users[row.user_id] = users.get(row.user_id, 0) + 1
@@ -195,9 +195,9 @@ class Presence:
         is looked for again in the deleting transaction, where no lease can be renewed between
         the look and the delete."""
         params = {"now": time.time()}
-        if not self.log.select(DEAD_CONNECTIONS, params):
+        if not self.tables.select(DEAD_CONNECTIONS, params):
             return
-        with self.log.engine.begin() as conn:
+        with self.tables.transaction() as conn:
             gone = list(conn.execute(DEAD_CONNECTIONS, params).scalars())
             if gone:
                 conn.execute(
@@ -211,6 +211,6 @@ class Presence:
 
     def close(self) -> None:
         """This process stops serving: its rows go now, not when its lease runs out."""
-        with self.log.engine.begin() as conn:
+        with self.tables.transaction() as conn:
             self._delete_mine(conn)
         self.lease.release()
