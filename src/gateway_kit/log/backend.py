@@ -7,6 +7,9 @@ whole batch of appends with one statement (`executemany`, or one call of the app
 on PostgreSQL) in one transaction, and a read is one query on the thread's own connection,
 with no per-row or per-statement cost of SQLAlchemy's Core or ORM on the way. The tables beside
 the log, touched a few times per run, go through SQLAlchemy (`tables.py`).
+
+A little over 300 lines: the protocol both backends fill in, and the reading and writing they
+share, are read together when a third backend is written.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""`EventLog`: the append-only log every client reads by cursor."""
+"""`EventLog`: the append-only log every client reads by cursor.
+
+Over 300 lines on purpose: it is the log's one public face, and its methods (append, read,
+tail, prune, close) are each short, handing the work to the backends, the group commit, the
+notifier and the pages; kept as one class, a user reads what a log does in one place.
+"""
 
 from __future__ import annotations
 
