@@ -6,6 +6,7 @@ server cannot be reached the PostgreSQL tests fail: a missing database is never 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -27,8 +28,8 @@ def _with_search_path(url: str, schema: str) -> str:
     return f"{url}{sep}options={quote(f'-csearch_path={schema}')}"
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
+@contextlib.contextmanager
+def fresh_schema() -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh, empty schema (dropped afterwards)."""
     schema = f"gk_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(conninfo(PG_URL), autocommit=True) as conn:
@@ -38,6 +39,19 @@ def pg_url() -> Iterator[str]:
     finally:
         with psycopg.connect(conninfo(PG_URL), autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with fresh_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def other_pg_url() -> Iterator[str]:
+    """A second schema on the same server: another deployment's log."""
+    with fresh_schema() as url:
+        yield url
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from gateway_kit import Event, EventLog
 from gateway_kit.log import postgres
 from gateway_kit.log.schema import NOTIFY_CHANNEL
 
-from ..waiting import Reads, wait_until
+from ..waiting import Reads, until, wait_until
 
 APPEND_SCRIPT = """
 import sys
@@ -187,9 +187,9 @@ def test_closing_a_postgresql_log_announces_its_last_appends(
         listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
         with EventLog(pg_url) as writer:
             writer.append("s", "First")
-            assert len(list(listener.notifies(timeout=5.0, stop_after=1))) == 1
+            assert heard(listener, timeout=5.0) == 1
             writer.append("s", "Last")  # during the pause: due with the next NOTIFY
-        assert len(list(listener.notifies(timeout=5.0, stop_after=1))) == 1
+        assert heard(listener, timeout=5.0) == 1
     finally:
         listener.close()
 
@@ -200,7 +200,7 @@ def test_no_notify_is_sent_while_no_process_listens_to_the_log(pg_url: str) -> N
         eavesdropper.execute(f"LISTEN {NOTIFY_CHANNEL}")  # without the listeners' lock
         with EventLog(pg_url) as writer:
             writer.append("s", "Unheard")
-            assert list(eavesdropper.notifies(timeout=0.3)) == []
+            assert heard(eavesdropper, timeout=0.3) == 0
             with EventLog(pg_url) as tailing:
                 after = tailing.last_seq()
                 tail = threading.Thread(
@@ -210,11 +210,57 @@ def test_no_notify_is_sent_while_no_process_listens_to_the_log(pg_url: str) -> N
                 wait_until(lambda: listeners(eavesdropper))  # a tail that found nothing listens
                 # The writer found nobody listening a moment ago; it looks again soon.
                 writer.append("s", "Heard")
-                assert len(list(eavesdropper.notifies(timeout=5.0, stop_after=1))) == 1
+                assert heard(eavesdropper, timeout=5.0) == 1
                 tail.join(20)  # woken, it read "Heard" and ended
                 assert not tail.is_alive()
     finally:
         eavesdropper.close()
+
+
+def test_the_log_of_another_schema_does_not_wake_this_ones_tails(
+    pg_url: str, other_pg_url: str
+) -> None:
+    with (
+        EventLog(pg_url, idle_recheck=NO_RECHECK) as ours,
+        EventLog(other_pg_url, idle_recheck=NO_RECHECK) as theirs,
+    ):
+
+        async def main() -> tuple[list[Event], list[list[str]]]:
+            our_reads, their_reads = Reads(ours), Reads(theirs)
+            our_tail = asyncio.create_task(collect(ours, 1, timeout=20))
+            their_tail = asyncio.create_task(collect(theirs, 1, timeout=20))
+            await our_reads.found_nothing()
+            await their_reads.found_nothing()
+            await until(lambda: ours.listening.is_set() and theirs.listening.is_set())
+            before = len(our_reads.answers)
+            with EventLog(other_pg_url) as writer:  # another process of the other deployment
+                writer.append("s", "Theirs")
+            their_events = await their_tail  # woken by its NOTIFY
+            with EventLog(pg_url) as writer:
+                writer.append("s", "Ours")
+            await our_tail
+            our_looks = [
+                [e.type for e in found] for settled, found in our_reads.answers[before:] if settled
+            ]
+            return their_events, our_looks
+
+        their_events, our_looks = asyncio.run(main())
+
+    assert [e.type for e in their_events] == ["Theirs"]
+    # Our tail looked once, when its own log's NOTIFY came: never on the other schema's.
+    assert our_looks == [["Ours"]]
+
+
+def heard(conn: psycopg.Connection[object], *, timeout: float) -> int:
+    """How many NOTIFYs of this schema's log `conn` hears, stopping at the first or at
+    `timeout`: the logs of other schemas (another suite on the same server) notify too."""
+    ours = postgres.schema_of(conn)  # type: ignore[arg-type]
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        for notification in conn.notifies(timeout=left, stop_after=1):
+            if notification.payload == ours:
+                return 1
+    return 0
 
 
 def listeners(conn: psycopg.Connection[object]) -> int:

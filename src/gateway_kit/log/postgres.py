@@ -75,8 +75,10 @@ LOCK_STREAM_SQL = "SELECT pg_advisory_xact_lock(%s, %s)"
 LOCK_RUN_SQL = f"SELECT pg_advisory_xact_lock({RUN_END_LOCK_CLASS}, hashtext(%s))"
 LISTENING_SQL = f"SELECT pg_advisory_lock_shared({LISTENER_LOCK_CLASS}, hashtext(current_schema()))"
 # One round trip either way; the exclusive lock lasts only this statement.
+# The channel is the database's; the payload names the schema, so that the logs of other
+# schemas in the same database (other deployments) do not wake this one's tails.
 NOTIFY_IF_LISTENED_SQL = (
-    f"SELECT pg_notify('{NOTIFY_CHANNEL}', '') "
+    f"SELECT pg_notify('{NOTIFY_CHANNEL}', current_schema()) "
     f"WHERE NOT pg_try_advisory_xact_lock({LISTENER_LOCK_CLASS}, hashtext(current_schema()))"
 )
 LISTEN_TIMEOUT = 1.0  # seconds; how often the listener checks whether it should stop
@@ -328,10 +330,12 @@ class PostgresBackend:
             # Before LISTEN: a writer that finds no holder of this lock sends no NOTIFY.
             conn.execute(LISTENING_SQL)
             conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            ours = ("", schema_of(conn))  # "": a writer of an earlier version names none
             listening()
             while not stop():
-                for _ in conn.notifies(timeout=LISTEN_TIMEOUT, stop_after=1):
-                    changed()
+                for notification in conn.notifies(timeout=LISTEN_TIMEOUT, stop_after=1):
+                    if notification.payload in ours:
+                        changed()
         except psycopg.Error as exc:
             if not is_lost(conn):
                 raise
@@ -342,6 +346,12 @@ class PostgresBackend:
     def close(self) -> None:
         self._announcer.stop()
         self._connections.close_all()
+
+
+def schema_of(conn: psycopg.Connection[Any]) -> str:
+    """The schema `conn` writes to: the one its NOTIFYs name."""
+    row = conn.execute("SELECT current_schema()").fetchone()
+    return "" if row is None or row[0] is None else str(row[0])
 
 
 class Announcer:
