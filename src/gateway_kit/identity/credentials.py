@@ -279,9 +279,7 @@ class CredentialView:
         """Forget ended logins older than `max_age` seconds (their cookies are refused for
         their age by then); returns how many rows were deleted."""
         cutoff = time.time() - max_age
-        deleted = self.log.tables.write(
-            revoked_logins.delete().where(revoked_logins.c.revoked_at < cutoff)
-        ).rowcount
+        deleted = self.log.tables.write(PRUNE_LOGINS, {"cutoff": cutoff}).rowcount
         with self._lock:
             for credential_id in [c for c, at in self._ended.items() if at < cutoff]:
                 del self._ended[credential_id]
@@ -306,6 +304,7 @@ class CredentialView:
             self._read.wait_for(lambda: self._rounds >= wanted, timeout=self.interval * 4)
 
 
+PRUNE_LOGINS = revoked_logins.delete().where(revoked_logins.c.revoked_at < sa.bindparam("cutoff"))
 PRUNE_EVERY = 600.0  # seconds between prunes of ended logins, at most
 
 _views: weakref.WeakKeyDictionary[EventLog, CredentialView] = weakref.WeakKeyDictionary()

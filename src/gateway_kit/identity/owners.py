@@ -41,6 +41,9 @@ WRITTEN = sa.select(sa.literal(1)).where(events.c.stream == sa.bindparam("stream
 # Appends hold this lock of each stream they write until they commit (PostgreSQL): a claim
 # taken under it sees every event written to the stream before, and none slips in after. SQL
 # text, since SQLAlchemy has no construct for PostgreSQL's advisory locks.
+DECLARE = stream_owners.insert().values(
+    stream=sa.bindparam("stream"), user_id=sa.bindparam("user_id"), declared_at=sa.bindparam("now")
+)
 LOCK_STREAM = sa.text(f"SELECT pg_advisory_xact_lock({STREAM_LOCK_CLASS}, hashtext(:stream))")
 
 
@@ -84,11 +87,8 @@ class StreamOwners:
         if known is not None:
             return known
         try:
-            self.log.tables.write(
-                stream_owners.insert().values(
-                    stream=stream, user_id=user_id, declared_at=time.time()
-                )
-            )
+            params = {"stream": stream, "user_id": user_id, "now": time.time()}
+            self.log.tables.write(DECLARE, params)
         except sa.exc.IntegrityError:
             owner = self.owner(stream)
             if owner is None:  # not a row that came first: the refusal was about something else

@@ -28,6 +28,31 @@ BILL = bills.insert().values(
 BILL_OF_RUN = sa.select(bills).where(bills.c.run_id == sa.bindparam("run_id"))
 BILLS = sa.select(bills).order_by(bills.c.created_at)
 UNDELIVERED_BILLS = BILLS.where(bills.c.delivered_at.is_(None))
+MINE = sa.and_(
+    bills.c.run_id == sa.bindparam("run_id"), bills.c.claimed_by == sa.bindparam("holder")
+)
+CLAIM = (
+    bills.update()
+    .where(bills.c.run_id == sa.bindparam("run_id"))
+    .where(bills.c.delivered_at.is_(None))
+    .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < sa.bindparam("now")))
+    .values(
+        claimed_by=sa.bindparam("holder"),
+        claimed_until=sa.bindparam("until"),
+        tries=bills.c.tries + 1,
+    )
+)
+DELIVERED = (
+    bills.update()
+    .where(MINE)
+    .values(delivered_at=sa.bindparam("now"), claimed_until=None, last_error=None)
+)
+FAILED_KEEPING_CLAIM = (
+    bills.update()
+    .where(MINE)
+    .values(next_try_at=sa.bindparam("retry_at"), last_error=sa.bindparam("error"))
+)
+FAILED = FAILED_KEEPING_CLAIM.values(claimed_until=None)
 # Undelivered bills whose next try is due and that nobody holds a claim on: asked for by the
 # billing outbox every few seconds, so built once.
 DUE_BILLS = (
@@ -76,34 +101,17 @@ class Bills(Rows):
     def claim_bill(self, run_id: str, holder: str, ttl: float) -> Bill | None:
         """Take the delivery of a bill for `ttl` seconds; None if delivered or claimed."""
         now = time.time()
-        result = self.tables.write(
-            bills.update()
-            .where(bills.c.run_id == run_id)
-            .where(bills.c.delivered_at.is_(None))
-            .where(sa.or_(bills.c.claimed_until.is_(None), bills.c.claimed_until < now))
-            .values(claimed_by=holder, claimed_until=now + ttl, tries=bills.c.tries + 1)
-        )
+        params = {"run_id": run_id, "holder": holder, "now": now, "until": now + ttl}
+        result = self.tables.write(CLAIM, params)
         return self.bill(run_id) if result.rowcount else None
 
     def bill_delivered(self, run_id: str, holder: str) -> None:
-        self.tables.write(
-            bills.update()
-            .where(bills.c.run_id == run_id)
-            .where(bills.c.claimed_by == holder)
-            .values(delivered_at=time.time(), claimed_until=None, last_error=None)
-        )
+        self.tables.write(DELIVERED, {"run_id": run_id, "holder": holder, "now": time.time()})
 
     def bill_failed(
         self, run_id: str, holder: str, error: str, retry_at: float, keep_claim: bool = False
     ) -> None:
         """Record a failed delivery; the next try after `retry_at` (and, with `keep_claim`,
         not before this holder's claim runs out)."""
-        values: dict[str, Any] = {"next_try_at": retry_at, "last_error": error}
-        if not keep_claim:
-            values["claimed_until"] = None
-        self.tables.write(
-            bills.update()
-            .where(bills.c.run_id == run_id)
-            .where(bills.c.claimed_by == holder)
-            .values(**values)
-        )
+        params = {"run_id": run_id, "holder": holder, "retry_at": retry_at, "error": error}
+        self.tables.write(FAILED_KEEPING_CLAIM if keep_claim else FAILED, params)

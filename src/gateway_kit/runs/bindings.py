@@ -22,6 +22,26 @@ def _binding(row: Any) -> SessionBinding:
     return SessionBinding(row.stream, row.session_id, int(row.lifetime_start_seq))
 
 
+# Built once, with bind parameters: the log's tables compile each statement once per driver.
+BIND = sessions.insert().values(
+    stream=sa.bindparam("stream"),
+    session_id=sa.bindparam("session_id"),
+    lifetime_start_seq=0,
+    created_at=sa.bindparam("now"),
+)
+REBIND = (
+    sessions.update()
+    .where(sessions.c.stream == sa.bindparam("stream"))
+    .values(session_id=sa.bindparam("session_id"), lifetime_start_seq=sa.bindparam("after"))
+)
+START_LIFETIME = (
+    sessions.update()
+    .where(sessions.c.session_id == sa.bindparam("session_id"))
+    .where(sessions.c.lifetime_start_seq < sa.bindparam("after"))
+    .values(lifetime_start_seq=sa.bindparam("after"))
+)
+
+
 class SessionBindings(Rows):
     """The stream → session bindings of the run store."""
 
@@ -36,14 +56,8 @@ class SessionBindings(Rows):
     def bind(self, stream: str, session_id: str) -> SessionBinding:
         """Bind a new goose session to `stream`; if another process bound one first, keep that."""
         with contextlib.suppress(sa.exc.IntegrityError):
-            self.tables.write(
-                sessions.insert().values(
-                    stream=stream,
-                    session_id=session_id,
-                    lifetime_start_seq=0,
-                    created_at=time.time(),
-                )
-            )
+            params = {"stream": stream, "session_id": session_id, "now": time.time()}
+            self.tables.write(BIND, params)
         binding = self.binding(stream)
         assert binding is not None
         return binding
@@ -51,23 +65,14 @@ class SessionBindings(Rows):
     def rebind(self, stream: str, session_id: str, after_seq: int) -> SessionBinding:
         """Serve `stream` from a new goose session from now on; its goose ids begin after
         `after_seq`, and the old session's pump, finding no binding, stops."""
-        self.tables.write(
-            sessions.update()
-            .where(sessions.c.stream == stream)
-            .values(session_id=session_id, lifetime_start_seq=after_seq)
-        )
+        self.tables.write(REBIND, {"stream": stream, "session_id": session_id, "after": after_seq})
         binding = self.binding(stream)
         assert binding is not None
         return binding
 
     def start_lifetime(self, session_id: str, after_seq: int) -> None:
         """goosed restarted: goose ids of events up to `after_seq` must never be sent again."""
-        self.tables.write(
-            sessions.update()
-            .where(sessions.c.session_id == session_id)
-            .where(sessions.c.lifetime_start_seq < after_seq)
-            .values(lifetime_start_seq=after_seq)
-        )
+        self.tables.write(START_LIFETIME, {"session_id": session_id, "after": after_seq})
 
 
 async def lifetime_head(log: EventLog, stream: str) -> int:

@@ -79,6 +79,12 @@ END = (
     .where(runs.c.status == ACTIVE)
     .values(status=sa.bindparam("end_status"), finished_at=sa.bindparam("end_at"))
 )
+REQUEST_CANCEL = (
+    runs.update()
+    .where(runs.c.run_id == sa.bindparam("run_id"))
+    .where(runs.c.status == ACTIVE)
+    .values(cancel_requested=True)
+)
 
 
 class _NotGoingOn(Exception):
@@ -217,12 +223,7 @@ class RunStore(SessionBindings, Bills):
         self.end(run.run_id, ending_status(terminal.type, cancel_requested=run.cancel_requested))
 
     def request_cancel(self, run_id: str) -> bool:
-        result = self.tables.write(
-            runs.update()
-            .where(runs.c.run_id == run_id)
-            .where(runs.c.status == RunStatus.ACTIVE.value)
-            .values(cancel_requested=True)
-        )
+        result = self.tables.write(REQUEST_CANCEL, {"run_id": run_id})
         return bool(result.rowcount)
 
 

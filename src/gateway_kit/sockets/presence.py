@@ -59,6 +59,10 @@ DEAD_CONNECTIONS = sa.select(socket_connections.c.connection_id).where(
 
 # Subscriptions change on every (un)subscribe: each is one statement (`Tables.write`), built
 # once.
+# Built once, with bind parameters: the log's tables compile each statement once per driver.
+CONNECTED = socket_connections.insert().values(
+    {column.name: sa.bindparam(column.name) for column in socket_connections.c}
+)
 UNSUBSCRIBE = socket_subscriptions.delete().where(
     socket_subscriptions.c.connection_id == sa.bindparam("connection_id"),
     socket_subscriptions.c.stream == sa.bindparam("stream"),
@@ -114,7 +118,7 @@ class Presence:
         with self.tables.transaction() as conn:
             self._delete_mine(conn)
             for connection_id, principal, streams in connections:
-                conn.execute(self._connection_row(connection_id, principal, now))
+                conn.execute(CONNECTED, self._connection_params(connection_id, principal, now))
                 for stream in streams:
                     conn.execute(
                         socket_subscriptions.insert().values(
@@ -122,15 +126,17 @@ class Presence:
                         )
                     )
 
-    def _connection_row(self, connection_id: str, principal: Principal, now: float) -> sa.Insert:
-        return socket_connections.insert().values(
-            connection_id=connection_id,
-            process_id=self.process_id,
-            user_id=principal.user_id,
-            method=principal.method,
-            credential_id=principal.credential_id,
-            connected_at=now,
-        )
+    def _connection_params(
+        self, connection_id: str, principal: Principal, now: float | None = None
+    ) -> dict[str, Any]:
+        return {
+            "connection_id": connection_id,
+            "process_id": self.process_id,
+            "user_id": principal.user_id,
+            "method": principal.method,
+            "credential_id": principal.credential_id,
+            "connected_at": time.time() if now is None else now,
+        }
 
     def _delete_mine(self, conn: sa.Connection) -> None:
         mine = sa.select(socket_connections.c.connection_id).where(
@@ -146,7 +152,7 @@ class Presence:
     def connected(self, connection_id: str, principal: Principal) -> None:
         if not self.lease.held:
             self.keep_alive()
-        self.tables.write(self._connection_row(connection_id, principal, time.time()))
+        self.tables.write(CONNECTED, self._connection_params(connection_id, principal))
 
     def disconnected(self, connection_id: str) -> None:
         """Forget a connection and what it watched."""
