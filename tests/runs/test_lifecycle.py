@@ -160,6 +160,8 @@ def test_a_guard_that_always_vetoes_gets_n_follow_ups_then_guard_failed_and_fini
     assert failed["reasons"] == ["the tests were not run"]
     assert failed["missing"] == ["pytest output"] and failed["follow_ups"] == 3
     assert shown["attempt"] == 4
+    # Whoever reads only the end sees that the guards gave up.
+    assert events[-1].data["guard_failed"] is True and shown["guard_failed"] is True
     assert any("still vetoed" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
 
 

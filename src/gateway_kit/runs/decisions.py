@@ -74,9 +74,9 @@ class RunDecisions:
             "follow_ups": follow_ups,
         }
         before = [{"stream": run.stream, "type": GUARD_FAILED, "data": failed}]
-        await self.lifecycle.end_run(
-            run, FINISH, {"reason": "stop"}, RunStatus.FINISHED, before=before
-        )
+        # A client that reads only the run's end must not take it for a plain success.
+        ending = {"reason": "stop", "guard_failed": True}
+        await self.lifecycle.end_run(run, FINISH, ending, RunStatus.FINISHED, before=before)
 
     async def errored(self, run: Run, error: str) -> None:
         error_class: str | None = None

@@ -4,7 +4,8 @@
                                           stream has an active run
     POST {prefix}/runs/{run_id}/cancel    ask goose to stop the run
     GET  {prefix}/runs/{run_id}           the run: its status, its attempts (each with its
-                                          goose request id) and the seq of its terminal event
+                                          goose request id), the seq of its terminal event and
+                                          `guard_failed` (its guards gave up on it)
 
 Every route needs a principal (401). A stream, and its runs, are used by whom
 `authorize_subscription` lets read it; the others get a 403 for the stream, and for a run the
@@ -67,7 +68,10 @@ NO_UPSTREAM_MESSAGE = "this gateway has no upstream: pass Gateway(upstream=Goose
 
 
 def run_json(
-    run: Run, attempts: Sequence[Attempt] = (), terminal_seq: int | None = None
+    run: Run,
+    attempts: Sequence[Attempt] = (),
+    terminal_seq: int | None = None,
+    guard_failed: bool = False,
 ) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
@@ -76,6 +80,7 @@ def run_json(
         "attempt": run.attempt,
         "attempts": [attempt_json(attempt) for attempt in attempts],
         "terminal_seq": terminal_seq,
+        "guard_failed": guard_failed,
         "cancel_requested": run.cancel_requested,
         "created_at": run.created_at,
         "finished_at": run.finished_at,
@@ -223,11 +228,14 @@ class RunRoutes(RoutesMiddleware):
         await send_json(request.send, 200, await self.shown(run))
 
     async def shown(self, run: Run) -> dict[str, Any]:
-        """The run's JSON with its attempts and the seq of its terminal event."""
+        """The run's JSON with its attempts, the seq of its terminal event and whether its
+        guards gave up (its `Finish` says so)."""
         service = self._service()
         attempts = await service.attempts(run.run_id)
         end = await service.log.arun_end(run.run_id)
-        return run_json(run, attempts, None if end is None else end.seq)
+        if end is None:
+            return run_json(run, attempts)
+        return run_json(run, attempts, end.seq, end.data.get("guard_failed") is True)
 
 
 def message_bytes(message: str) -> int:
