@@ -40,6 +40,7 @@ from .log import Event, EventLog
 from .runs import Run, RunStatus
 from .runs.lifecycle_settings import LifecycleSettings
 from .runs.routes import RunRoutes
+from .runs.transcript import ToolCall, final_assistant_text, tool_calls
 from .settings import GatewaySettings
 from .sockets import PresenceRoutes, SocketServer
 from .streams import LegacyTaskPoll, StreamRoutes
@@ -92,6 +93,7 @@ __all__ = [
     "StreamRoutes",
     "SweepOwnedRuns",
     "TicketRoutes",
+    "ToolCall",
     "UpstreamAuthError",
     "UpstreamBadRequest",
     "UpstreamError",
@@ -101,6 +103,8 @@ __all__ = [
     "UpstreamUnavailable",
     "Work",
     "WrappedApp",
+    "final_assistant_text",
     "hookimpl",
     "owned_run",
+    "tool_calls",
 ]
