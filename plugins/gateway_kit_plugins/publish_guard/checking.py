@@ -1,0 +1,105 @@
+"""One check of a run: what it claimed and wrote, made good where the run's own write calls
+allow, and what is still missing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gateway_kit import Event, final_assistant_text, tool_calls
+from gateway_kit.runs.events import UPSTREAM_FINISH
+
+from .assets import page_assets
+from .claims import Refused, under_public
+from .confinement import PublicRoot
+from .settings import WriteTool
+
+MAX_PAGE_BYTES = 4 * 1024 * 1024  # read for its assets; a larger page is checked in its start
+
+
+@dataclass
+class Findings:
+    missing: list[str] = field(default_factory=list)  # as named to the agent: the root's path
+    materialized: list[str] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+
+
+def answers(events: Sequence[Event]) -> list[str]:
+    """The final text of each goose request of the run: what each turn ended by saying (a
+    follow-up's "done" does not take back what the turn before it claimed)."""
+    texts, start = [], 0
+    for index, event in enumerate(events):
+        if event.type == UPSTREAM_FINISH:
+            texts.append(final_assistant_text(events[start:index]))
+            start = index + 1
+    texts.append(final_assistant_text(events[start:]))
+    return [text for text in texts if text]
+
+
+def public_writes(
+    events: Sequence[Event], tools: Sequence[WriteTool]
+) -> tuple[dict[str, str], list[Refused]]:
+    """What the run's write calls wrote under a ``public`` segment, by path relative to the
+    root (the last write of a path wins), and the paths refused."""
+    writes: dict[str, str] = {}
+    refused: list[Refused] = []
+    for call in tool_calls(events):
+        for tool in tools:
+            written = tool.written(call)
+            if written is None:
+                continue
+            path, content = written
+            try:
+                relative = under_public(path)
+            except Refused as exc:
+                refused.append(exc)
+                break
+            if relative is not None:
+                writes.pop(relative, None)
+                writes[relative] = content
+            break
+    return writes, refused
+
+
+def check(
+    root: PublicRoot,
+    pages: Sequence[str],
+    writes: dict[str, str],
+    min_bytes: int,
+) -> Findings:
+    """Materialize the missing files `writes` carries, then find what `pages` lack."""
+    found = Findings()
+    for relative, content in writes.items():
+        try:
+            if root.stat(relative) is None and root.create(relative, content.encode()):
+                found.materialized.append(relative)
+        except (Refused, OSError) as exc:
+            found.refused.append(exc if isinstance(exc, Refused) else Refused(relative, str(exc)))
+    for page in pages:
+        try:
+            _check_page(root, page, min_bytes, found)
+        except Refused as exc:
+            found.refused.append(exc)
+    found.missing = list(dict.fromkeys(found.missing))
+    return found
+
+
+def _check_page(root: PublicRoot, page: str, min_bytes: int, found: Findings) -> None:
+    status = root.stat(page)
+    if status is None or status.st_size < min_bytes:
+        found.missing.append(root.path(page))
+        return
+    content = root.read(page, MAX_PAGE_BYTES)
+    if content is None:
+        found.missing.append(root.path(page))
+        return
+    assets, refused = page_assets(content.decode("utf-8", "replace"), page)
+    found.refused += refused
+    for asset in assets:
+        try:
+            status = root.stat(asset)
+        except Refused as exc:
+            found.refused.append(exc)
+            continue
+        if status is None or status.st_size == 0:
+            found.missing.append(root.path(asset))

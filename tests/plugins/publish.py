@@ -1,0 +1,105 @@
+"""What the publish guard's tests share: the guard as a gateway loads it, pages, and goose
+events to check."""
+
+from __future__ import annotations
+
+import itertools
+from importlib import metadata
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from gateway_kit_plugins.publish_guard import PublishGuard
+
+from gateway_kit import Event, EventLog, PluginContext
+from gateway_kit.testing import Turn
+
+NAME = "publish_guard"
+OWNER = "alice"
+
+
+def guard_plugins() -> list[object]:
+    """What to pass `Gateway(plugins=...)` for the built-in to be there: nothing once this
+    checkout's entry points are installed; before, the same class under the built-in's name."""
+    installed = {ep.name for ep in metadata.entry_points(group="gateway_kit")}
+    if NAME in installed:
+        return []
+    guard = PublishGuard()
+    guard.__name__ = NAME  # type: ignore[attr-defined]
+    return [guard]
+
+
+def template(tmp_path: Path) -> str:
+    return f"{tmp_path}/ms/{{user_id}}/public"
+
+
+def public_root(tmp_path: Path, user: str = OWNER) -> Path:
+    root = tmp_path / "ms" / user / "public"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def page(*assets: str, title: str = "Foxes") -> str:
+    images = "".join(f'<img src="{asset}" alt="">' for asset in assets)
+    return (
+        f"<!doctype html><html><head><title>{title}</title></head>"
+        f"<body><h1>{title}</h1><p>All about {title.lower()}.</p>{images}</body></html>"
+    )
+
+
+def claiming(*texts: str) -> Turn:
+    """A turn that ends by saying `texts` (streamed as one message, in chunks)."""
+    return Turn().text(*texts).usage(input_tokens=10, output_tokens=5)
+
+
+# --- goose events without a goose: for calling the guard directly -----------------------------
+
+_ids = itertools.count(1)
+
+
+def goose_text(text: str) -> dict[str, Any]:
+    message = {
+        "id": f"msg_{next(_ids)}",
+        "role": "assistant",
+        "created": 0,
+        "content": [{"type": "text", "text": text}],
+        "metadata": {"userVisible": True, "agentVisible": True},
+    }
+    return {"type": "Message", "message": message, "token_state": {}}
+
+
+def goose_tool_call(name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    call_id = f"call_{next(_ids)}"
+    request = {
+        "type": "toolRequest",
+        "id": call_id,
+        "toolCall": {"status": "success", "value": {"name": name, "arguments": arguments}},
+    }
+    response = {
+        "type": "toolResponse",
+        "id": call_id,
+        "toolResult": {"status": "success", "value": {"content": [], "isError": False}},
+    }
+    return [
+        {
+            "type": "Message",
+            "message": {"id": f"msg_{next(_ids)}", "role": role, "created": 0, "content": [c]},
+        }
+        for role, c in (("assistant", request), ("user", response))
+    ]
+
+
+def run_events(log: EventLog, stream: str, *goose: dict[str, Any]) -> tuple[Any, list[Event]]:
+    """A run of `stream` whose goose turn sent `goose`, then `Finish`: (run, its events)."""
+    run_id = f"run-{next(_ids)}"
+    for data in goose:
+        log.append(stream, "Message", data, run_id=run_id)
+    log.append(stream, "UpstreamFinish", {"type": "Finish", "reason": "stop"}, run_id=run_id)
+    return SimpleNamespace(run_id=run_id, stream=stream), log.read(run_id=run_id)
+
+
+def configured(log: EventLog, tmp_path: Path, **settings: Any) -> PublishGuard:
+    """A guard configured as a gateway on `log` would configure it."""
+    guard = PublishGuard()
+    guard.configure_plugin({"public_root": template(tmp_path), **settings}, PluginContext(log=log))
+    return guard
