@@ -12,7 +12,16 @@ from gateway_kit_plugins.publish_guard.settings import CLAIM_PHRASES
 
 from gateway_kit import EventLog, Gateway, PluginError, StreamOwners
 
-from .publish import NAME, OWNER, configured, goose_text, guard_plugins, run_events, template
+from .publish import (
+    NAME,
+    OWNER,
+    configured,
+    goose_text,
+    guard_plugins,
+    page,
+    run_events,
+    template,
+)
 
 
 def gateway(log: EventLog, settings: dict[str, Any]) -> Gateway:
@@ -100,3 +109,20 @@ def test_custom_phrases_tools_and_stub_size(sqlite_url: str, tmp_path: Path) -> 
 def test_what_counts_as_a_claim(text: str, pages: list[str]) -> None:
     found, refused = claimed_pages([text], CLAIM_PHRASES)
     assert (found, refused) == (pages, [])
+
+
+def test_a_page_changed_since_its_last_check_is_read_again(sqlite_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "ms" / OWNER / "public"
+    root.mkdir(parents=True)
+    (root / "fox.html").write_text(page("fox.svg"))
+    with EventLog(sqlite_url) as log:
+        StreamOwners(log).declare("conv", OWNER)
+        guard = configured(log, tmp_path)
+        run, events = run_events(log, "conv", goose_text("published: public/fox.html"))
+        first = guard.finish_guard(run, events)
+        assert first is not None and list(first.missing) == [f"{root}/fox.svg"]
+        again = guard.finish_guard(run, events)  # unchanged: the same answer, from memory
+        assert again is not None and list(again.missing) == [f"{root}/fox.svg"]
+        (root / "fox.html").write_text(page("fox.png", title="Foxes!"))
+        changed = guard.finish_guard(run, events)
+        assert changed is not None and list(changed.missing) == [f"{root}/fox.png"]

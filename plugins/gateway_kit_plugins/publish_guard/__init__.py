@@ -40,7 +40,7 @@ from typing import Any
 from gateway_kit import Event, GuardVeto, StreamOwners, hookimpl
 from gateway_kit.hooks import PluginContext
 
-from .checking import answers, check, public_writes
+from .checking import KnownPages, answers, check, public_writes
 from .claims import Refused, claimed_pages
 from .confinement import PublicRoot
 from .settings import CLAIM_PHRASES, GuardSettings, parse_settings
@@ -65,6 +65,7 @@ class PublishGuard:
     def __init__(self) -> None:
         self.settings: GuardSettings | None = None
         self.owners: StreamOwners | None = None
+        self.known = KnownPages()
 
     @hookimpl
     def configure_plugin(self, config: Mapping[str, Any], context: PluginContext) -> None:
@@ -89,7 +90,7 @@ class PublishGuard:
             logger.warning(NO_ROOT, run.run_id, exc)
             return None
         with PublicRoot(shown) as root:
-            found = check(root, pages, writes, settings.min_bytes)
+            found = check(root, pages, writes, settings.min_bytes, self.known)
         if found.materialized:
             logger.info(MATERIALIZED, run.run_id, ", ".join(found.materialized))
         self._refused(run, refused + found.refused, shown)

@@ -51,13 +51,16 @@ def page_assets(html: str, page: str) -> tuple[list[str], list[Refused]]:
 def _local(reference: str, page: str) -> str | None:
     if not reference or reference.startswith(("#", "//")):
         return None
-    try:
-        parts = urlsplit(reference)
-    except ValueError:
-        return None  # not a URL a browser would load either
-    if parts.scheme or parts.netloc:
-        return None
-    path = unquote(parts.path)
+    if ":" in reference:  # perhaps a scheme: the full parse
+        try:
+            parts = urlsplit(reference)
+        except ValueError:
+            return None  # not a URL a browser would load either
+        if parts.scheme or parts.netloc:
+            return None
+        path = unquote(parts.path)
+    else:  # the common relative reference, without urlsplit's cost
+        path = unquote(reference.partition("#")[0].partition("?")[0])
     if not path.lower().endswith(ASSET_SUFFIXES):
         return None
     if path.startswith("/"):

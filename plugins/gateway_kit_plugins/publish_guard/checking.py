@@ -3,6 +3,8 @@ allow, and what is still missing."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -11,10 +13,13 @@ from gateway_kit.runs.events import UPSTREAM_FINISH
 
 from .assets import page_assets
 from .claims import Refused, under_public
-from .confinement import PublicRoot
+from .confinement import PublicRoot, Version
 from .settings import WriteTool
 
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # read for its assets; a larger page is checked in its start
+KNOWN_PAGES = 1024
+
+PageKey = tuple[str, str, Version]  # the root, the page in it, the page's version
 
 
 @dataclass
@@ -66,6 +71,7 @@ def check(
     pages: Sequence[str],
     writes: dict[str, str],
     min_bytes: int,
+    known: KnownPages,
 ) -> Findings:
     """Materialize the missing files `writes` carries, then find what `pages` lack."""
     found = Findings()
@@ -77,29 +83,60 @@ def check(
             found.refused.append(exc if isinstance(exc, Refused) else Refused(relative, str(exc)))
     for page in pages:
         try:
-            _check_page(root, page, min_bytes, found)
+            _check_page(root, page, min_bytes, found, known)
         except Refused as exc:
             found.refused.append(exc)
     found.missing = list(dict.fromkeys(found.missing))
     return found
 
 
-def _check_page(root: PublicRoot, page: str, min_bytes: int, found: Findings) -> None:
-    status = root.stat(page)
-    if status is None or status.st_size < min_bytes:
+def _check_page(
+    root: PublicRoot, page: str, min_bytes: int, found: Findings, known: KnownPages
+) -> None:
+    read = root.read(
+        page, MAX_PAGE_BYTES, known=lambda version: (root.real, page, version) in known
+    )
+    if read is None or read[0].size < min_bytes:
         found.missing.append(root.path(page))
         return
-    content = root.read(page, MAX_PAGE_BYTES)
+    version, content = read
+    key = (root.real, page, version)
     if content is None:
-        found.missing.append(root.path(page))
-        return
-    assets, refused = page_assets(content.decode("utf-8", "replace"), page)
+        assets, refused = known[key]
+    else:
+        assets, refused = page_assets(content.decode("utf-8", "replace"), page)
+        known[key] = (assets, refused)
     found.refused += refused
     for asset in assets:
         try:
-            status = root.stat(asset)
+            there = root.exists(asset)
         except Refused as exc:
             found.refused.append(exc)
             continue
-        if status is None or status.st_size == 0:
+        if not there:
             found.missing.append(root.path(asset))
+
+
+class KnownPages:
+    """The assets of the pages checked lately, by page and version: a page checked again
+    unchanged (at a follow-up, or linked by a later run) is not read and parsed again."""
+
+    def __init__(self, capacity: int = KNOWN_PAGES) -> None:
+        self.capacity = capacity
+        self._pages: OrderedDict[PageKey, tuple[list[str], list[Refused]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._pages
+
+    def __getitem__(self, key: PageKey) -> tuple[list[str], list[Refused]]:
+        with self._lock:
+            self._pages.move_to_end(key)
+            return self._pages[key]
+
+    def __setitem__(self, key: PageKey, assets: tuple[list[str], list[Refused]]) -> None:
+        with self._lock:
+            self._pages[key] = assets
+            while len(self._pages) > self.capacity:
+                self._pages.popitem(last=False)

@@ -16,7 +16,7 @@ import os
 import stat
 from collections.abc import Callable
 from types import TracebackType
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from .claims import Refused
 
@@ -26,8 +26,19 @@ CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 SYMLINK_ERRORS = (errno.ELOOP, errno.ENOTDIR)
 ESCAPES = "a symlink that leads out of the public root"
 CHANGED = "a symlink appeared while it was checked"
+MAX_LISTING = 10_000  # entries of one directory kept for a check; a larger one is stat'ed
 
 T = TypeVar("T")
+
+
+class Version(NamedTuple):
+    """What changes when a file does: a page whose version is known need not be read again."""
+
+    size: int
+    device: int
+    inode: int
+    modified_ns: int
+    changed_ns: int
 
 
 class _Symlink(Exception):
@@ -46,6 +57,7 @@ class PublicRoot:
         self.shown = shown
         self.real = os.path.realpath(shown)
         self._dirs: dict[tuple[str, ...], int] = {}
+        self._listings: dict[tuple[str, ...], dict[str, os.DirEntry[str]] | None] = {}
 
     def __enter__(self) -> PublicRoot:
         return self
@@ -59,6 +71,7 @@ class PublicRoot:
         for fd in self._dirs.values():
             os.close(fd)
         self._dirs.clear()
+        self._listings.clear()
 
     def path(self, relative: str) -> str:
         return f"{self.shown.rstrip('/')}/{relative}"
@@ -67,9 +80,20 @@ class PublicRoot:
         """The regular file at `relative` (None: there is none)."""
         return self._followed(relative, lambda parts: self._stat(parts))
 
-    def read(self, relative: str, limit: int) -> bytes | None:
-        """At most `limit` bytes of the regular file at `relative` (None: there is none)."""
-        return self._followed(relative, lambda parts: self._read(parts, limit))
+    def exists(self, relative: str) -> bool:
+        """Whether a regular file is at `relative`: looked up in its directory's listing, read
+        once per check (an asset directory of hundreds of files costs one listing)."""
+        try:  # most paths hold no symlink: no closure for them, this runs for every asset
+            return self._exists(tuple(relative.split("/")))
+        except _Symlink:
+            return self._followed(relative, self._exists)
+
+    def read(
+        self, relative: str, limit: int, known: Callable[[Version], bool] = lambda _: False
+    ) -> tuple[Version, bytes | None] | None:
+        """The version of the regular file at `relative` (its size, inode and times) and at
+        most `limit` bytes of it, or no bytes when `known(version)`; None: there is none."""
+        return self._followed(relative, lambda parts: self._read(parts, limit, known))
 
     def create(self, relative: str, content: bytes) -> bool:
         """Write a new file at `relative`, making its directories; False when one is there."""
@@ -149,7 +173,36 @@ class PublicRoot:
             raise _Symlink
         return found if stat.S_ISREG(found.st_mode) else None
 
-    def _read(self, parts: tuple[str, ...], limit: int) -> bytes | None:
+    def _exists(self, parts: tuple[str, ...]) -> bool:
+        fd = self._dir(parts[:-1])
+        if fd is None:
+            return False
+        listing = self._listing(parts[:-1], fd)
+        if listing is None:  # too large to keep: one stat
+            return self._stat(parts) is not None
+        entry = listing.get(parts[-1])
+        if entry is None:
+            return False
+        if entry.is_symlink():
+            raise _Symlink
+        return entry.is_file(follow_symlinks=False)
+
+    def _listing(self, parts: tuple[str, ...], fd: int) -> dict[str, os.DirEntry[str]] | None:
+        if parts in self._listings:
+            return self._listings[parts]
+        listing: dict[str, os.DirEntry[str]] = {}
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if len(listing) >= MAX_LISTING:
+                    self._listings[parts] = None
+                    return None
+                listing[entry.name] = entry
+        self._listings[parts] = listing
+        return listing
+
+    def _read(
+        self, parts: tuple[str, ...], limit: int, known: Callable[[Version], bool]
+    ) -> tuple[Version, bytes | None] | None:
         fd = self._dir(parts[:-1])
         if fd is None:
             return None
@@ -160,10 +213,15 @@ class PublicRoot:
                 raise _Symlink from None
             return None
         try:
-            if not stat.S_ISREG(os.fstat(file).st_mode):
+            found = os.fstat(file)
+            if not stat.S_ISREG(found.st_mode):
                 return None  # a FIFO or a device is no page: never read from it
+            version = Version(found.st_size, found.st_dev, found.st_ino, found.st_mtime_ns,
+                              found.st_ctime_ns)  # fmt: skip
+            if known(version):
+                return version, None
             with os.fdopen(file, "rb", closefd=False) as reading:
-                return reading.read(limit)
+                return version, reading.read(limit)
         finally:
             os.close(file)
 
@@ -181,6 +239,7 @@ class PublicRoot:
             raise
         with os.fdopen(file, "wb") as writing:
             writing.write(content)
+        self._listings.pop(parts[:-1], None)
         return True
 
 
