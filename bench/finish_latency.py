@@ -1,5 +1,6 @@
 """Finish latency: from goose's `Finish` to a client receiving the run's own `Finish`, against
-the same time for a goose `Message`, with five no-op finish guards, over real HTTP.
+the same time for a goose `Message`, with five no-op finish guards, over real HTTP; and the
+same Finish latency with the built-in `publish_guard` checking a delivery against no guard.
 
 The `Gateway` (an `EventLog` on a SQLite file, five plugins with a no-op `finish_guard`, the
 fake goose in process behind its `GooseUpstream`) is served by uvicorn in a thread of this
@@ -20,8 +21,14 @@ listener also notes when each event was committed, which splits each latency int
 before the commit (pump, lifecycle) and the delivery after it. Each round is a fresh log,
 server and client; the first runs of each round warm up and are not counted.
 
-    .venv/bin/python bench/finish_latency.py             # about 1.75 minutes on 2 cores
-    .venv/bin/python bench/finish_latency.py --rounds 7 --runs 80 --gap 40
+*publish* part: every run's answer links 50 pages (`/MindSpace/bench/public/p<i>.html`), each
+referencing 10 SVGs, all on disk (500 assets): `publish_guard` reads the answer, stats and
+parses every page and stats every asset, and passes. Each round measures a gateway with no
+guard and one with `publish_guard`, the same turns, in alternating order; the ratio of their
+`Finish` p50s is taken per round.
+
+    .venv/bin/python bench/finish_latency.py             # about 3.5 minutes on 2 cores
+    .venv/bin/python bench/finish_latency.py --rounds 7 --runs 80 --gap 40 --parts noop
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +51,9 @@ import httpx
 import uvicorn
 from _common import NoopGuard
 from _harness import PLAIN_STACK, Clients, machine_load, percentile
+from gateway_kit_plugins.publish_guard import PublishGuard
 
-from gateway_kit import Event, EventLog, Gateway, GooseUpstream
+from gateway_kit import Event, EventLog, Gateway, GooseUpstream, StreamOwners
 from gateway_kit.gateway import ANONYMOUS_WARNING
 from gateway_kit.log.event import FINISH
 from gateway_kit.runs.events import UPSTREAM_FINISH
@@ -56,6 +65,10 @@ STREAM = "conv-1"
 MESSAGE = "Tell me about foxes."
 CHUNK = "The quick brown fox "
 GOAL_MS = 2.0  # Finish's p50 may exceed Message's by this much
+PUBLISH_GOAL = 2.0  # Finish's p50 with publish_guard on, at most this times with no guard
+PAGES = 50
+ASSETS_PER_PAGE = 10
+OWNER = "bench"
 START_TIMEOUT = 20.0
 RUN_TIMEOUT = 30.0
 FIRST_DELAY = 0.08  # s from the reply to goose's first event: the pump has connected by then
@@ -157,17 +170,34 @@ FIRST = "first Message"  # also counted under Message: the pump looks its run up
 ROWS = ("Message", FIRST, UPSTREAM_FINISH, FINISH)
 
 
-def measure(work: Path, args: argparse.Namespace, number: int) -> Latencies:
+@dataclass
+class Side:
+    """What a measured gateway has: its plugins and their settings, and the turn goose plays."""
+
+    name: str
+    plugins: list[object]
+    config: dict[str, dict[str, Any]]
+    turn: Turn
+
+
+def noop_side(args: argparse.Namespace) -> Side:
+    turn = paced_turn(args.messages, args.gap / 1000)
+    return Side("noop", [NoopGuard(i) for i in range(args.guards)], {}, turn)
+
+
+def measure(work: Path, args: argparse.Namespace, number: int, side: Side) -> Latencies:
     published.clear()
-    log = EventLog(f"sqlite:///{work / f'round-{number}.db'}")
+    log = EventLog(f"sqlite:///{work / f'round-{number}-{side.name}.db'}")
+    StreamOwners(log).declare(STREAM, OWNER)
     commits = Commits()
     remove = log.add_commit_listener(commits.listener)
-    fake = FakeGoose(default_turn=lambda _message: paced_turn(args.messages, args.gap / 1000))
+    fake = FakeGoose(default_turn=lambda _message: side.turn)
     client = fake.client()
     gateway = Gateway(
         log=log,
         upstream=GooseUpstream(DEFAULT_BASE_URL, secret_key=fake.secret_key, client=client),
-        plugins=[NoopGuard(i) for i in range(args.guards)],
+        plugins=side.plugins,
+        plugin_config=side.config,
         load_entry_points=False,  # exactly the built-ins and the guards
         allow_anonymous=True,
     )
@@ -227,6 +257,80 @@ def match(seen: list[list[Any]], commits: Commits, counted: set[str]) -> Latenci
     return out
 
 
+# --- the publish part ---------------------------------------------------------------------------
+
+
+def publish_tree(work: Path) -> str:
+    """50 pages of 10 SVGs each under a public root of `OWNER`; the root's template."""
+    root = work / "ms" / OWNER / "public"
+    (root / "assets").mkdir(parents=True, exist_ok=True)
+    svg = "<svg xmlns='http://www.w3.org/2000/svg' width='8' height='8'><rect/></svg>"
+    for i in range(PAGES):
+        images = []
+        for j in range(ASSETS_PER_PAGE):
+            (root / "assets" / f"p{i}-{j}.svg").write_text(svg)
+            images.append(f'<figure><img src="assets/p{i}-{j}.svg" alt="figure {j}"></figure>')
+        body = f"<h1>Page {i}</h1><p>{CHUNK * 20}</p>{''.join(images)}"
+        (root / f"p{i}.html").write_text(f"<!doctype html><html><body>{body}</body></html>")
+    return f"{work}/ms/{{user_id}}/public"
+
+
+def publishing_turn(gap: float) -> Turn:
+    """The answer of a run that published 50 pages, streamed in 11 chunks, `gap` s apart."""
+    links = [f"- [page {i}](/MindSpace/{OWNER}/public/p{i}.html)\n" for i in range(PAGES)]
+    chunks = ["页面已生成, the pages are published:\n"] + [
+        "".join(links[i : i + PAGES // 9]) for i in range(0, PAGES, PAGES // 9)
+    ]
+    turn = Turn().delay(FIRST_DELAY)
+    for i, chunk in enumerate(chunks):
+        turn = (turn.delay(gap) if i else turn).text(chunk, message_id="msg_bench_pages")
+    return turn.delay(gap).usage(input_tokens=120, output_tokens=len(chunks)).delay(gap)
+
+
+def publish_sides(args: argparse.Namespace, template: str) -> list[Side]:
+    turn = publishing_turn(args.gap / 1000)
+    guard = PublishGuard()
+    guard.__name__ = "publish_guard"  # type: ignore[attr-defined]
+    installed = {ep.name for ep in metadata.entry_points(group="gateway_kit")}
+    plugins: list[object] = [] if "publish_guard" in installed else [guard]
+    config = {"publish_guard": {"public_root": template}}
+    return [Side("none", [], {}, turn), Side("publish_guard", plugins, config, turn)]
+
+
+def publish_part(args: argparse.Namespace, work: Path) -> None:
+    sides = publish_sides(args, publish_tree(work))
+    finish: dict[str, list[float]] = {side.name: [] for side in sides}
+    decided: dict[str, list[float]] = {side.name: [] for side in sides}
+    ratios: list[float] = []
+    for number in range(args.rounds):
+        for side in sides if number % 2 == 0 else sides[::-1]:
+            got = measure(work, args, number, side)
+            finish[side.name].append(percentile(got.total[FINISH], 50))
+            decided[side.name].append(
+                percentile(got.to_commit[FINISH], 50)
+                - percentile(got.to_commit[UPSTREAM_FINISH], 50)
+            )
+        ratios.append(finish["publish_guard"][-1] / finish["none"][-1])
+        print(
+            f"  round {number + 1}/{args.rounds}: Finish p50 ms, no guard "
+            f"{finish['none'][-1]:.2f}, publish_guard {finish['publish_guard'][-1]:.2f}; "
+            f"ratio {ratios[-1]:.2f}",
+            flush=True,
+        )
+    print(f"\n{PAGES} pages, {PAGES * ASSETS_PER_PAGE} assets, all present; medians of rounds")
+    for side in sides:
+        print(
+            f"  {side.name:<14} goose Finish -> the run's Finish p50 ms {spread(finish[side.name])}"
+            f"; the lifecycle {spread(decided[side.name])}"
+        )
+    ratio = statistics.median(ratios)
+    verdict = "PASS" if ratio <= PUBLISH_GOAL else "MISS"
+    print(
+        f"Goal: with publish_guard <= {PUBLISH_GOAL:g}x no guard: {ratio:.2f}x "
+        f"({min(ratios):.2f}-{max(ratios):.2f} over rounds)  {verdict}"
+    )
+
+
 # --- driver -----------------------------------------------------------------------------------
 
 
@@ -234,47 +338,27 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
-    parser.add_argument("--runs", type=int, default=50, help="counted runs per round (50)")
-    parser.add_argument("--warmup", type=int, default=3, help="runs not counted, per round (3)")
-    parser.add_argument("--messages", type=int, default=8, help="Message events per run (8)")
-    parser.add_argument("--gap", type=float, default=25.0, help="ms between goose events (25)")
-    parser.add_argument("--guards", type=int, default=5, help="no-op finish guards (default 5)")
-    parser.add_argument(
-        "--stack",
-        choices=("standard", "plain"),
-        default="standard",
-        help="uvicorn with what uvicorn[standard] installs (httptools, uvloop), or plain "
-        "(h11, asyncio loop) (default standard)",
-    )
-    parser.add_argument("--dir", default=None, help="where the database files go (default: TMP)")
-    args = parser.parse_args()
-    # Every round's Gateway says allow_anonymous=True on purpose: one warning is enough.
-    logging.getLogger("gateway_kit").addFilter(lambda r: r.getMessage() != ANONYMOUS_WARNING)
-
+def noop_part(args: argparse.Namespace, work: Path) -> None:
     print(
         f"uvicorn {uvicorn.__version__} ({args.stack} stack) in a thread, one SSE client "
         f"process; {args.guards} no-op finish guards; {args.runs} runs per round after "
         f"{args.warmup} warm-up, {args.messages} Messages each, {args.gap:g} ms apart; "
         f"{args.rounds} rounds"
     )
-    print(f"At the start: {machine_load()}")
     rounds: list[Latencies] = []
     differences: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="gk-bench-", dir=args.dir) as tmp:
-        for number in range(args.rounds):
-            got = measure(Path(tmp), args, number)
-            rounds.append(got)
-            p50 = {kind: percentile(got.total[kind], 50) for kind in KINDS}
-            differences.append(p50[FINISH] - p50["Message"])
-            print(
-                f"  round {number + 1}/{args.rounds}: p50 ms Message {p50['Message']:.2f}, "
-                f"UpstreamFinish {p50[UPSTREAM_FINISH]:.2f}, Finish {p50[FINISH]:.2f}; "
-                f"Finish - Message {differences[-1]:.2f}",
-                flush=True,
-            )
+    side = noop_side(args)
+    for number in range(args.rounds):
+        got = measure(work, args, number, side)
+        rounds.append(got)
+        p50 = {kind: percentile(got.total[kind], 50) for kind in KINDS}
+        differences.append(p50[FINISH] - p50["Message"])
+        print(
+            f"  round {number + 1}/{args.rounds}: p50 ms Message {p50['Message']:.2f}, "
+            f"UpstreamFinish {p50[UPSTREAM_FINISH]:.2f}, Finish {p50[FINISH]:.2f}; "
+            f"Finish - Message {differences[-1]:.2f}",
+            flush=True,
+        )
 
     header = (
         f"{'goose event -> client gets':<34} {'count':>6} {'p50 ms':>16} {'p90 ms':>16} "
@@ -308,6 +392,45 @@ def main() -> None:
         f"\nGoal: Finish p50 - Message p50 <= {GOAL_MS:g} ms: {difference:.2f} ms "
         f"({min(differences):.2f}-{max(differences):.2f} over rounds)  {verdict}"
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--runs", type=int, default=50, help="counted runs per round (50)")
+    parser.add_argument("--warmup", type=int, default=3, help="runs not counted, per round (3)")
+    parser.add_argument("--messages", type=int, default=8, help="Message events per run (8)")
+    parser.add_argument("--gap", type=float, default=25.0, help="ms between goose events (25)")
+    parser.add_argument("--guards", type=int, default=5, help="no-op finish guards (default 5)")
+    parser.add_argument(
+        "--stack",
+        choices=("standard", "plain"),
+        default="standard",
+        help="uvicorn with what uvicorn[standard] installs (httptools, uvloop), or plain "
+        "(h11, asyncio loop) (default standard)",
+    )
+    parser.add_argument("--dir", default=None, help="where the database files go (default: TMP)")
+    parser.add_argument(
+        "--parts", default="noop,publish", help="which parts, comma-separated (noop,publish)"
+    )
+    parser.add_argument(
+        "--publish-runs", type=int, default=20, help="counted runs per side and round (20)"
+    )
+    args = parser.parse_args()
+    # Every round's Gateway says allow_anonymous=True on purpose: one warning is enough.
+    logging.getLogger("gateway_kit").addFilter(lambda r: r.getMessage() != ANONYMOUS_WARNING)
+
+    print(f"At the start: {machine_load()}")
+    with tempfile.TemporaryDirectory(prefix="gk-bench-", dir=args.dir) as tmp:
+        if "noop" in args.parts:
+            noop_part(args, Path(tmp))
+        if "publish" in args.parts:
+            print(
+                f"\npublish: {args.publish_runs} runs per round after {args.warmup} warm-up, "
+                f"each answer streamed in 11 Messages {args.gap:g} ms apart"
+            )
+            publish_runs = argparse.Namespace(**{**vars(args), "runs": args.publish_runs})
+            publish_part(publish_runs, Path(tmp))
     print(f"\nAt the end: {machine_load()}")
 
 
