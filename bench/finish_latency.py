@@ -52,13 +52,15 @@ import uvicorn
 from _common import NoopGuard
 from _harness import PLAIN_STACK, Clients, machine_load, percentile
 from gateway_kit_plugins.publish_guard import PublishGuard
+from gateway_kit_plugins.publish_guard.checking import KnownPages
 
-from gateway_kit import Event, EventLog, Gateway, GooseUpstream, StreamOwners
+from gateway_kit import Event, EventLog, Gateway, GooseUpstream, PluginContext, StreamOwners
 from gateway_kit.gateway import ANONYMOUS_WARNING
 from gateway_kit.log.event import FINISH
 from gateway_kit.runs.events import UPSTREAM_FINISH
 from gateway_kit.testing import DEFAULT_BASE_URL, FakeGoose, Turn
 from gateway_kit.testing.bus import BusEvent, SessionBus
+from gateway_kit.testing.turns import SendMessage
 from gateway_kit.types import JSONObject
 
 STREAM = "conv-1"
@@ -297,8 +299,44 @@ def publish_sides(args: argparse.Namespace, template: str) -> list[Side]:
     return [Side("none", [], {}, turn), Side("publish_guard", plugins, config, turn)]
 
 
+def check_alone(work: Path, template: str, times: int = 20) -> tuple[float, float]:
+    """ms of one `publish_guard` check of the turn's events, called directly (median of
+    `times`): pages seen for the first time, and pages unchanged since an earlier check."""
+    log = EventLog(f"sqlite:///{work / 'alone.db'}")
+    try:
+        StreamOwners(log).declare(STREAM, OWNER)
+        for step in publishing_turn(0).steps:
+            if isinstance(step, SendMessage):
+                data = {"type": "Message", "message": {**step.message, "created": 0}}
+                log.append(STREAM, "Message", data, run_id="alone")
+        log.append(STREAM, UPSTREAM_FINISH, {"type": "Finish"}, run_id="alone")
+        events = log.read(run_id="alone")
+        run = argparse.Namespace(run_id="alone", stream=STREAM)
+        guard = PublishGuard()
+        guard.configure_plugin({"public_root": template}, PluginContext(log=log))
+        first, known = [], []
+        for _ in range(times):
+            guard.known = KnownPages()
+            started = time.perf_counter()
+            assert guard.finish_guard(run, events) is None
+            first.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            guard.finish_guard(run, events)
+            known.append((time.perf_counter() - started) * 1000)
+        return statistics.median(first), statistics.median(known)
+    finally:
+        log.close()
+
+
 def publish_part(args: argparse.Namespace, work: Path) -> None:
-    sides = publish_sides(args, publish_tree(work))
+    template = publish_tree(work)
+    first, known = check_alone(work, template)
+    print(
+        f"  the check alone, in process: {first:.2f} ms for pages seen the first time, "
+        f"{known:.2f} ms for pages unchanged since an earlier check",
+        flush=True,
+    )
+    sides = publish_sides(args, template)
     finish: dict[str, list[float]] = {side.name: [] for side in sides}
     decided: dict[str, list[float]] = {side.name: [] for side in sides}
     ratios: list[float] = []

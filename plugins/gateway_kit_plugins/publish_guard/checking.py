@@ -106,15 +106,9 @@ def _check_page(
     else:
         assets, refused = page_assets(content.decode("utf-8", "replace"), page)
         known[key] = (assets, refused)
-    found.refused += refused
-    for asset in assets:
-        try:
-            there = root.exists(asset)
-        except Refused as exc:
-            found.refused.append(exc)
-            continue
-        if not there:
-            found.missing.append(root.path(asset))
+    missing, refused_now = root.absent(assets)
+    found.missing += [root.path(asset) for asset in missing]
+    found.refused += refused + refused_now
 
 
 class KnownPages:

@@ -14,7 +14,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import NamedTuple, TypeVar
 
@@ -81,12 +81,34 @@ class PublicRoot:
         return self._followed(relative, lambda parts: self._stat(parts))
 
     def exists(self, relative: str) -> bool:
-        """Whether a regular file is at `relative`: looked up in its directory's listing, read
-        once per check (an asset directory of hundreds of files costs one listing)."""
-        try:  # most paths hold no symlink: no closure for them, this runs for every asset
-            return self._exists(tuple(relative.split("/")))
-        except _Symlink:
-            return self._followed(relative, self._exists)
+        """Whether a regular file is at `relative`."""
+        return self._followed(relative, self._exists)
+
+    def absent(self, relatives: Sequence[str]) -> tuple[list[str], list[Refused]]:
+        """Which of `relatives` are no regular file, in their order, and which were refused.
+
+        Each directory is listed once per check: a page's hundreds of images in one folder
+        cost one listing and a lookup each. A path with a symlink on the way is checked alone.
+        """
+        listings: dict[str, dict[str, os.DirEntry[str]] | None] = {}
+        missing: list[str] = []
+        refused: list[Refused] = []
+        for relative in relatives:
+            parent, _, name = relative.rpartition("/")
+            if parent not in listings:
+                listings[parent] = self._plain_listing(parent)
+            listing = listings[parent]
+            entry = None if listing is None else listing.get(name)
+            if listing is not None and (entry is None or not entry.is_symlink()):
+                if entry is None or not entry.is_file(follow_symlinks=False):
+                    missing.append(relative)
+                continue
+            try:
+                if not self.exists(relative):
+                    missing.append(relative)
+            except Refused as exc:
+                refused.append(exc)
+        return missing, refused
 
     def read(
         self, relative: str, limit: int, known: Callable[[Version], bool] = lambda _: False
@@ -186,6 +208,16 @@ class PublicRoot:
         if entry.is_symlink():
             raise _Symlink
         return entry.is_file(follow_symlinks=False)
+
+    def _plain_listing(self, parent: str) -> dict[str, os.DirEntry[str]] | None:
+        """The listing of `parent` reached without a symlink ({} when it does not exist);
+        None when it cannot be used (a symlink on the way, too many entries)."""
+        try:
+            parts = tuple(parent.split("/")) if parent else ()
+            fd = self._dir(parts)
+        except _Symlink:
+            return None
+        return {} if fd is None else self._listing(parts, fd)
 
     def _listing(self, parts: tuple[str, ...], fd: int) -> dict[str, os.DirEntry[str]] | None:
         if parts in self._listings:
