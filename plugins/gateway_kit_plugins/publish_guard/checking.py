@@ -18,6 +18,7 @@ from .settings import WriteTool
 
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # read for its assets; a larger page is checked in its start
 KNOWN_PAGES = 1024
+KNOWN_REFERENCES = 100_000  # about 10 MB of paths at most
 
 PageKey = tuple[str, str, Version]  # the root, the page in it, the page's version
 
@@ -93,19 +94,24 @@ def check(
 def _check_page(
     root: PublicRoot, page: str, min_bytes: int, found: Findings, known: KnownPages
 ) -> None:
-    read = root.read(
-        page, MAX_PAGE_BYTES, known=lambda version: (root.real, page, version) in known
-    )
+    remembered: list[tuple[list[str], list[Refused]]] = []
+
+    def known_version(version: Version) -> bool:
+        entry = known.get((root.real, page, version))
+        if entry is not None:
+            remembered.append(entry)
+        return entry is not None
+
+    read = root.read(page, MAX_PAGE_BYTES, known_version)
     if read is None or read[0].size < min_bytes:
         found.missing.append(root.path(page))
         return
     version, content = read
-    key = (root.real, page, version)
     if content is None:
-        assets, refused = known[key]
+        assets, refused = remembered[0]
     else:
         assets, refused = page_assets(content.decode("utf-8", "replace"), page)
-        known[key] = (assets, refused)
+        known.remember((root.real, page, version), assets, refused)
     missing, refused_now = root.absent(assets)
     found.missing += [root.path(asset) for asset in missing]
     found.refused += refused + refused_now
@@ -113,24 +119,32 @@ def _check_page(
 
 class KnownPages:
     """The assets of the pages checked lately, by page and version: a page checked again
-    unchanged (at a follow-up, or linked by a later run) is not read and parsed again."""
+    unchanged (at a follow-up, or linked by a later run) is not read and parsed again. Bounded
+    in pages and in the references they hold, the least recently used forgotten first."""
 
-    def __init__(self, capacity: int = KNOWN_PAGES) -> None:
-        self.capacity = capacity
-        self._pages: OrderedDict[PageKey, tuple[list[str], list[Refused]]] = OrderedDict()
+    def __init__(self, pages: int = KNOWN_PAGES, references: int = KNOWN_REFERENCES) -> None:
+        self.pages = pages
+        self.references = references
+        self._known: OrderedDict[PageKey, tuple[list[str], list[Refused]]] = OrderedDict()
+        self._held = 0  # references held
         self._lock = threading.Lock()
 
-    def __contains__(self, key: object) -> bool:
+    def get(self, key: PageKey) -> tuple[list[str], list[Refused]] | None:
         with self._lock:
-            return key in self._pages
+            found = self._known.get(key)
+            if found is not None:
+                self._known.move_to_end(key)
+            return found
 
-    def __getitem__(self, key: PageKey) -> tuple[list[str], list[Refused]]:
+    def remember(self, key: PageKey, assets: list[str], refused: list[Refused]) -> None:
+        size = len(assets) + len(refused)
+        if size > self.references:
+            return
         with self._lock:
-            self._pages.move_to_end(key)
-            return self._pages[key]
-
-    def __setitem__(self, key: PageKey, assets: tuple[list[str], list[Refused]]) -> None:
-        with self._lock:
-            self._pages[key] = assets
-            while len(self._pages) > self.capacity:
-                self._pages.popitem(last=False)
+            if key in self._known:
+                return
+            self._known[key] = (assets, refused)
+            self._held += size
+            while len(self._known) > self.pages or self._held > self.references:
+                _, (old_assets, old_refused) = self._known.popitem(last=False)
+                self._held -= len(old_assets) + len(old_refused)
