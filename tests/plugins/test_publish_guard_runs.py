@@ -73,7 +73,7 @@ def test_missing_assets_are_named_exactly(log_url: str, tmp_path: Path) -> None:
         "assets/hero.svg",  # there
         "assets/chart.png",  # missing
         "./assets/logo.webp",  # missing
-        "../public/assets/hero.svg",  # there, reached another way
+        "../public/assets/hero.svg",  # out of the root and back in: refused, not asked for
         "https://cdn.example/lib.js",
         "//cdn.example/font.css",
         "data:image/png;base64,iVBORw0KGgo=",

@@ -17,6 +17,7 @@ from .publish import (
     OWNER,
     configured,
     goose_text,
+    goose_tool_call,
     guard_plugins,
     page,
     run_events,
@@ -126,3 +127,26 @@ def test_a_page_changed_since_its_last_check_is_read_again(sqlite_url: str, tmp_
         (root / "fox.html").write_text(page("fox.png", title="Foxes!"))
         changed = guard.finish_guard(run, events)
         assert changed is not None and list(changed.missing) == [f"{root}/fox.png"]
+
+
+def test_only_write_calls_are_materialized(sqlite_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "ms" / OWNER / "public"
+    root.mkdir(parents=True)
+    with EventLog(sqlite_url) as log:
+        StreamOwners(log).declare("conv", OWNER)
+        guard = configured(log, tmp_path)
+        editor = "developer__text_editor"
+        write = {"command": "write", "path": "/x/public/b.html", "file_text": "b"}
+        view = {"command": "view", "path": "/x/public/c.html", "file_text": "c"}
+        run, events = run_events(
+            log,
+            "conv",
+            *goose_tool_call("files__write_file", {"path": "public/a.html", "content": page()}),
+            *goose_tool_call(editor, write),
+            *goose_tool_call(editor, view),
+            *goose_tool_call("read_file", {"path": "public/d.html", "content": "d"}),
+            goose_text("Done."),
+        )
+        assert guard.finish_guard(run, events) is None  # nothing claimed: no veto either
+    assert sorted(p.name for p in root.iterdir()) == ["a.html", "b.html"]
+    assert (root / "b.html").read_text() == "b"
