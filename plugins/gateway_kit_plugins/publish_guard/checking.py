@@ -78,7 +78,9 @@ def check(
     found = Findings()
     for relative, content in writes.items():
         try:
-            if root.stat(relative) is None and root.create(relative, content.encode()):
+            if root.stat(relative) is None and root.create(
+                relative, content.encode("utf-8", "replace")
+            ):
                 found.materialized.append(relative)
         except (Refused, OSError) as exc:
             found.refused.append(exc if isinstance(exc, Refused) else Refused(relative, str(exc)))
