@@ -37,7 +37,7 @@ DEFAULT_IMAGE_TOOL = "read_image"
 # What may surround a name in the provider's message: backticks or quotes, JSON-escaped or not.
 _QUOTE = r"(?:\\*[`'\"]|\\*u0060|&quot;|&#96;|&#39;)*"
 VISUAL_ERROR = re.compile(
-    rf"unknown\s+variant\s+{_QUOTE}image_url{_QUOTE}\s*,\s*expected\s+{_QUOTE}text\b",
+    rf"unknown\s+variant\s+{_QUOTE}image_url{_QUOTE}\s*,\s*expected\s+{_QUOTE}text",
     re.IGNORECASE,
 )
 INSTRUCTIONS = (
