@@ -19,7 +19,7 @@ from ..log.event import FINISH
 from .model import Run, RunStatus
 
 if TYPE_CHECKING:
-    from .decisions import Retry
+    from .decisions import PendingRetry
     from .lifecycle import RunLifecycle
 
 
@@ -37,7 +37,7 @@ class RetryBackoffs:
         self._waiting: dict[str, asyncio.Event] = {}  # run id → set when it is cancelled
         self._tasks = TaskSet()
 
-    def start(self, run: Run, delay: float, retry: Retry) -> None:
+    def start(self, run: Run, delay: float, retry: PendingRetry) -> None:
         """Send `retry`, `run`'s current attempt, after `delay` seconds."""
         woken = self._waiting.setdefault(run.run_id, asyncio.Event())
         self._tasks.start(self._later(run, delay, retry, woken), name="gateway-kit-backoff")
@@ -48,7 +48,9 @@ class RetryBackoffs:
         if woken is not None:
             woken.set()
 
-    async def _later(self, run: Run, delay: float, retry: Retry, woken: asyncio.Event) -> None:
+    async def _later(
+        self, run: Run, delay: float, retry: PendingRetry, woken: asyncio.Event
+    ) -> None:
         lifecycle = self.lifecycle
         try:
             await self.wait(delay, woken)

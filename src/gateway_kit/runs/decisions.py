@@ -44,7 +44,7 @@ RECOVERY_SPENT = "run %s: recovery %r was already used (%d time(s))"
 
 
 @dataclass(frozen=True, slots=True)
-class Retry:
+class PendingRetry:
     """What a recovery attempt sends goose, once its backoff (if any) is over."""
 
     session_id: str
@@ -191,14 +191,14 @@ class RunDecisions:
             "prompt": prompt,
         }
         await self.log.aappend(run.stream, RECOVERY_STARTED, started, run_id=run.run_id)
-        retry = Retry(session_id, prompt, plan, error_class)
+        retry = PendingRetry(session_id, prompt, plan, error_class)
         if plan.delay > 0:
             self.lifecycle.backoffs.start(run, plan.delay, retry)
         else:
             await self.send_retry(run, retry)
         return True
 
-    async def send_retry(self, run: Run, retry: Retry) -> None:
+    async def send_retry(self, run: Run, retry: PendingRetry) -> None:
         """Send goose the retry `run`'s current attempt is (the caller holds the run's lock)."""
         plan = retry.plan
         context = [dict(message) for message in plan.context] if plan.context else None
