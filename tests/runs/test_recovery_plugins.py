@@ -17,6 +17,7 @@ from gateway_kit import Event, GuardVeto, hookimpl
 from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn, echo_turn
 from gateway_kit.testing.extensions import session_tools
 from gateway_kit.testing.turns import TINY_PNG_BASE64
+from gateway_kit.upstream.connection import LOST_RUN_ERROR
 
 from ..waiting import until
 from .test_lifecycle import _cancel_of, _reply_of
@@ -157,18 +158,22 @@ class VetoFirstTurn:
 
 class Backoffs:
     """Stands in for the lifecycle's wait: notes each delay asked; `hold` keeps it waiting
-    until the run is cancelled."""
+    until the run is cancelled or `release` is set."""
 
     def __init__(self, *, hold: bool = False) -> None:
         self.delays: list[float] = []
         self.hold = hold
         self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
 
     async def __call__(self, delay: float, woken: asyncio.Event) -> None:
         self.delays.append(delay)
         self.waiting.set()
         if self.hold:
-            await woken.wait()
+            ended = [asyncio.ensure_future(e.wait()) for e in (woken, self.release)]
+            _, pending = await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
 
 
 async def follow_up_refused(
@@ -258,5 +263,28 @@ def test_a_cancel_during_the_backoff_ends_the_run_as_cancelled(log_url: str) -> 
         assert backoffs.delays == [3.0]
         assert [c.status for c in fake.reply_calls] == [200, 503]  # nothing sent after
         assert end is not None and end.type == "Finish" and end.data["reason"] == "cancelled"
+
+    asyncio.run(main())
+
+
+def test_a_request_waiting_out_its_backoff_is_not_taken_for_lost(log_url: str) -> None:
+    """goose does not know the retry's request before it is sent: a pump that reconnects
+    meanwhile and reports it lost is not heard."""
+    backoffs = Backoffs(hold=True)
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        plugins = [*built_ins(), VetoFirstTurn()]
+        async with gateway_client(log_url, fake, plugins=plugins) as (client, gateway, _):
+            run_id = await follow_up_refused(client, gateway, fake, ["2"], backoffs)
+            await backoffs.waiting.wait()
+            waiting = gateway.pumps.store.get(run_id)  # type: ignore[union-attr]
+            lost = LOST_RUN_ERROR.format(request_id=waiting.upstream_request_id)
+            await gateway.lifecycle.upstream_failed(waiting, lost)  # type: ignore[union-attr]
+            backoffs.release.set()
+            shown = await wait_status(client, run_id, "finished")
+
+        assert [c.status for c in fake.reply_calls] == [200, 503, 200]
+        assert shown["attempts"][-1]["upstream_request_id"] == fake.reply_calls[-1].request_id
 
     asyncio.run(main())

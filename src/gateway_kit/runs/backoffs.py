@@ -4,7 +4,8 @@ A recovery plan with a `delay` (a transient failure's backoff, a `Retry-After`) 
 recorded at once, and its reply sent once the delay is over. Meanwhile the run's lock is free:
 a cancel is recorded as usual and cuts the wait short, and the run then ends as cancelled; a run
 ended or moved on meanwhile (its deadline, another process) is left as it is. A cancel asked in
-another process is seen when the delay is over.
+another process is seen when the delay is over. goose does not know the waiting request yet: a
+pump that reports it lost meanwhile is not heard (`RunLifecycle.upstream_failed`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class RetryBackoffs:
         """Send `retry`, `run`'s current attempt, after `delay` seconds."""
         woken = self._waiting.setdefault(run.run_id, asyncio.Event())
         self._tasks.start(self._later(run, delay, retry, woken), name="gateway-kit-backoff")
+
+    def pending(self, run_id: str) -> bool:
+        """Whether the run's current attempt waits here, not yet sent to goose."""
+        return run_id in self._waiting
 
     def cancel_noted(self, run_id: str) -> None:
         """A cancel of the run was recorded: its wait, if it has one here, ends now."""

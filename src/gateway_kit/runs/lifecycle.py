@@ -40,6 +40,7 @@ from .usage import COUNTED, run_usage
 logger = logging.getLogger("gateway_kit.runs")
 
 STALE_FAILURE = "run %s: request %s was already replaced when it failed upstream: %s"
+NOT_SENT_YET = "run %s: request %s waits out its backoff, goose has not got it yet: %s"
 NO_ANSWER = "goose did not answer {call} within {seconds:g} s"
 
 
@@ -94,6 +95,9 @@ class RunLifecycle:
                 return
             if current.upstream_request_id != run.upstream_request_id:
                 logger.info(STALE_FAILURE, run.run_id, run.upstream_request_id, error)
+                return
+            if self.backoffs.pending(run.run_id):
+                logger.info(NOT_SENT_YET, run.run_id, run.upstream_request_id, error)
                 return
             await self.decisions.errored(current, error)
 
