@@ -17,10 +17,14 @@ from hypothesis import strategies as st
 
 from gateway_kit.exceptions import UpstreamHTTPError, UpstreamTimeout, UpstreamUnavailable
 from gateway_kit.hooks import PluginContext
+from gateway_kit.runs.lifecycle import NO_ANSWER
 from gateway_kit.runs.tool_overrides import without_tools
 from gateway_kit.testing import FakeGoose, goose_validator
 from gateway_kit.testing.extensions import DEFAULT_EXTENSIONS, session_tools
 from gateway_kit.upstream.goose_errors import error_from_response
+from gateway_kit.upstream.goose_events import UNREACHABLE_MESSAGE
+from gateway_kit.upstream.pump import UNREACHABLE_ERROR
+from gateway_kit.upstream.pumps import PUMP_FAILED_ERROR
 
 RUN = SimpleNamespace(run_id="r1", stream="conv", message="fix the page")
 VIEWER = ["read_image", "zoom"]
@@ -128,12 +132,15 @@ def goose_refusal(status: int, retry_after: str | None = None) -> str:
 
 
 def test_the_gateways_own_failures_toward_goose_are_transient() -> None:
+    """The texts the gateway itself writes when goosed fails it (a rewording breaks this)."""
     plugin = TransientRetry()
+    unreachable = UNREACHABLE_MESSAGE.format(url="http://g/x", error=httpx.ConnectError("no"))
     for text in (
-        str(UpstreamUnavailable("cannot reach goose at http://g/x: ConnectError()")),
-        str(UpstreamTimeout("goose did not answer the reply r within 10 s")),
+        str(UpstreamUnavailable(unreachable)),
+        str(UpstreamTimeout(NO_ANSWER.format(call="the reply r", seconds=15))),
         f"the follow-up turn could not start: {goose_refusal(503)}",
-        "the upstream stayed unreachable for 60 s; the run was abandoned",
+        PUMP_FAILED_ERROR.format(count=5, error=UpstreamUnavailable(unreachable)),
+        UNREACHABLE_ERROR.format(seconds=60),
     ):
         assert plugin.classify_error(text, RUN) == TRANSIENT_CLASS, text
 
