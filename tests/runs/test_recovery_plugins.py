@@ -18,6 +18,7 @@ from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn, echo_tur
 from gateway_kit.testing.extensions import session_tools
 from gateway_kit.testing.turns import TINY_PNG_BASE64
 from gateway_kit.upstream.connection import LOST_RUN_ERROR
+from gateway_kit.upstream.pump import UNREACHABLE_ERROR
 
 from ..waiting import until
 from .test_lifecycle import _cancel_of, _reply_of
@@ -286,5 +287,30 @@ def test_a_request_waiting_out_its_backoff_is_not_taken_for_lost(log_url: str) -
 
         assert [c.status for c in fake.reply_calls] == [200, 503, 200]
         assert shown["attempts"][-1]["upstream_request_id"] == fake.reply_calls[-1].request_id
+
+    asyncio.run(main())
+
+
+def test_a_run_goose_stayed_unreachable_for_sends_its_message_again(log_url: str) -> None:
+    backoffs = Backoffs()
+
+    async def main() -> None:
+        fake = FakeGoose(ping_interval=0.05)
+        async with gateway_client(log_url, fake, plugins=built_ins()) as (client, gateway, _):
+            gateway.lifecycle.backoffs.wait = backoffs  # type: ignore[union-attr]
+            session = bound_session(fake, gateway, Turn().hang())
+            run_id = await start_run(client, "summarise the report")
+            await until(lambda: len(fake.reply_calls) == 1)
+            current = gateway.pumps.store.get(run_id)  # type: ignore[union-attr]
+            gave_up = UNREACHABLE_ERROR.format(seconds=60)  # what the pump reports
+            await gateway.lifecycle.upstream_failed(current, gave_up)  # type: ignore[union-attr]
+            shown = await wait_status(client, run_id, "finished")
+
+        assert backoffs.delays == [1.0]
+        first, again = fake.reply_calls
+        assert again.session_id == first.session_id == session
+        assert again.user_message["content"][0]["text"] == "summarise the report"
+        assert_cancelled_before_each_retry(fake)
+        assert shown["attempts"][-1]["reason"] == "UPSTREAM_TRANSIENT"
 
     asyncio.run(main())
