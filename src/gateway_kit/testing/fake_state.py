@@ -22,6 +22,8 @@ PING_INTERVAL = 0.5
 
 
 class FakeGooseState:
+    """The fake goose's sessions and records, and the methods a test scripts them with."""
+
     def __init__(
         self,
         *,
