@@ -106,10 +106,15 @@ class UpstreamTooFarBehind(UpstreamError):
 
 
 class UpstreamHTTPError(UpstreamError):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"goose answered {status}: {message}")
+    """`retry_after`: the seconds goose (or a proxy before it) asked to wait, from its
+    ``Retry-After``; the text says it too, as ``(retry after N s)``."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+        wait = "" if retry_after is None else f" (retry after {retry_after:g} s)"
+        super().__init__(f"goose answered {status}: {message}{wait}")
         self.status = status
         self.message = message
+        self.retry_after = retry_after
 
 
 class UpstreamAuthError(UpstreamHTTPError):

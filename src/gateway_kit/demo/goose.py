@@ -14,7 +14,7 @@ its result, then the answer. A message starting with ``/fail`` ends with goose's
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..testing import FakeGoose, Turn
 from ..testing.sessions import DEFAULT_WORKING_DIR, SESSION_NAME, SessionRecord, new_session_id
@@ -86,14 +86,22 @@ class SimulatedGoose(FakeGoose):
         )
 
     def create_session(
-        self, *, working_dir: str = DEFAULT_WORKING_DIR, name: str = SESSION_NAME
+        self,
+        *,
+        working_dir: str = DEFAULT_WORKING_DIR,
+        name: str = SESSION_NAME,
+        extensions: Sequence[JSONObject] | None = None,
     ) -> str:
         # The fake numbers sessions from 1 in every process, so a demo started again today
         # would hand out ids that streams of the log are already bound to.
         session_id = new_session_id()
         while session_id in self.sessions:
             session_id = new_session_id()
-        self.sessions[session_id] = SessionRecord(session_id, working_dir=working_dir, name=name)
+        session = SessionRecord(session_id, working_dir=working_dir, name=name)
+        session.extensions = [
+            dict(e) for e in (self.extensions if extensions is None else extensions)
+        ]
+        self.sessions[session_id] = session
         return session_id
 
     async def aclose(self) -> None:

@@ -115,8 +115,8 @@ def plan_recovery(error_class: str, run: Any, attempts: Sequence[Any]) -> Recove
     """Plan how a run recovers from a classified error.
 
     Called after `classify_error` named a class. Stops at the first non-None result. Each
-    kind of recovery runs at most once per run; before it, the failed goose request is
-    cancelled.
+    kind of recovery runs at most its plan's ``retries`` times per run (once by default);
+    before each, the failed goose request is cancelled.
 
     :param error_class: what `classify_error` answered.
     :param run: the run.

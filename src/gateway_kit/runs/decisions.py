@@ -5,9 +5,10 @@
   the run gets a `guard_failed` event and a warning in the log, then its `Finish`. A cancelled
   run ends without asking the guards.
 - goose's `Error`, or an upstream failure: the error is classified by `classify_error`, and
-  `plan_recovery` may answer a `RecoveryPlan`. Each kind of recovery runs at most once per run;
-  the previous goose request is cancelled first. No plan, or a kind already spent: the run's
-  `Error`.
+  `plan_recovery` may answer a `RecoveryPlan`. Each kind of recovery runs at most its plan's
+  `retries` times per run (once, by default); the previous goose request is cancelled first.
+  A plan's `delay` is waited out without holding the run (`RunLifecycle.after_backoff`), so a
+  cancel meanwhile ends it as cancelled. No plan, or a kind already spent: the run's `Error`.
 
 The lifecycle (`lifecycle.py`) calls these holding the run's lock, and writes the run's end.
 """
@@ -18,7 +19,8 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import RecoveryUsed, UpstreamError
 from ..hooks import GuardVeto, RecoveryPlan
@@ -28,7 +30,8 @@ from .bindings import lifetime_head
 from .events import FOLLOW_UP_STARTED, GUARD_FAILED, RECOVERY_STARTED
 from .follow_ups import follow_up_prompt
 from .model import Attempt, AttemptKind, Run, RunStatus
-from .reading import RunEvents
+from .reading import RunEvents, read_all
+from .tool_overrides import without_tools
 
 if TYPE_CHECKING:
     from .lifecycle import RunLifecycle
@@ -37,6 +40,17 @@ logger = logging.getLogger("gateway_kit.runs")
 
 GUARD_FAILED_WARNING = "run %s: finish guards still vetoed after %d follow-up(s): %s"
 RETRY_FAILED = "the recovery {kind!r} could not start: {error}"
+RECOVERY_SPENT = "run %s: recovery %r was already used (%d time(s))"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRetry:
+    """What a recovery attempt sends goose, once its backoff (if any) is over."""
+
+    session_id: str
+    prompt: str
+    plan: RecoveryPlan
+    error_class: str
 
 
 class RunDecisions:
@@ -122,16 +136,19 @@ class RunDecisions:
     async def _recover(
         self, run: Run, error_class: str, plan: RecoveryPlan, attempts: Sequence[Attempt]
     ) -> bool:
-        """Start the plan's retry; False when its kind was already spent in this run."""
-        if any(attempt.recovery == plan.kind for attempt in attempts):
-            logger.info("run %s: recovery %r was already used", run.run_id, plan.kind)
+        """Start the plan's retry; False when its kind's budget is spent in this run."""
+        tried = sum(1 for attempt in attempts if attempt.recovery == plan.kind)
+        if tried >= plan.retries:
+            logger.info(RECOVERY_SPENT, run.run_id, plan.kind, tried)
             return False
         await self.lifecycle.cancel_current(run)  # goose would refuse a second active request
         session_id = run.session_id
+        prompt = plan.instructions
+        if prompt is None:
+            prompt = await asyncio.to_thread(self._prompt_of, run)
         try:
             if plan.clean_session:
-                policy = plan.tool_policy
-                overrides = None if policy is None else [dict(t) for t in policy]
+                overrides = await self._extensions_for(run, plan)
                 session = await self.upstream.start_session(
                     self.working_dir, extension_overrides=overrides
                 )
@@ -148,11 +165,12 @@ class RunDecisions:
                     session_id=session_id,
                     kind=AttemptKind.RECOVERY,
                     recovery=plan.kind,
+                    recovery_try=tried + 1,
                     reason=error_class,
                 )
             )
         except RecoveryUsed:
-            logger.info("run %s: recovery %r was already used", run.run_id, plan.kind)
+            logger.info(RECOVERY_SPENT, run.run_id, plan.kind, tried + 1)
             return False
         if retrying is None:
             await self._stopped_meanwhile(run)
@@ -167,25 +185,61 @@ class RunDecisions:
             "attempt": run.attempt,
             "error_class": error_class,
             "recovery": plan.kind,
+            "recovery_try": tried + 1,
             "clean_session": plan.clean_session,
+            "delay": plan.delay,
+            "prompt": prompt,
         }
         await self.log.aappend(run.stream, RECOVERY_STARTED, started, run_id=run.run_id)
+        retry = PendingRetry(session_id, prompt, plan, error_class)
+        if plan.delay > 0:
+            self.lifecycle.backoffs.start(run, plan.delay, retry)
+        else:
+            await self.send_retry(run, retry)
+        return True
+
+    async def send_retry(self, run: Run, retry: PendingRetry) -> None:
+        """Send goose the retry `run`'s current attempt is (the caller holds the run's lock)."""
+        plan = retry.plan
         context = [dict(message) for message in plan.context] if plan.context else None
         try:
             await self.lifecycle.reply(
-                session_id,
-                plan.instructions or run.message,
-                request_id,
+                retry.session_id, retry.prompt, run.upstream_request_id,
                 override_conversation=context,
-            )
+            )  # fmt: skip
         except UpstreamError as exc:
             error = RETRY_FAILED.format(kind=plan.kind, error=exc)
-            data = {"error": error, "error_class": error_class}
-            await self.lifecycle.end_run(run, ERROR, data, RunStatus.FAILED)
-            return True
-        if plan.clean_session and self.lifecycle.pumps is not None:
-            self.lifecycle.pumps.ensure(session_id)
-        return True
+            if plan.clean_session:
+                # The new session never took its context: no retry could start from it.
+                data = {"error": error, "error_class": retry.error_class}
+                await self.lifecycle.end_run(run, ERROR, data, RunStatus.FAILED)
+            else:
+                await self.errored(run, error)  # a retry of its own, if its class has budget
+            return
+        if self.lifecycle.pumps is not None:
+            self.lifecycle.pumps.ensure(retry.session_id)
+
+    async def _extensions_for(self, run: Run, plan: RecoveryPlan) -> list[dict[str, Any]] | None:
+        """The new session's `extension_overrides`: the plan's, or the failed session's
+        extensions less the plan's `drop_tools` (read from goose)."""
+        if plan.tool_policy is not None:
+            return [dict(t) for t in plan.tool_policy]
+        if plan.drop_tools is None:
+            return None
+        extensions = await self.upstream.session_extensions(run.session_id)
+        tools = await self.upstream.session_tools(run.session_id)
+        return without_tools(extensions, tools, plan.drop_tools)
+
+    def _prompt_of(self, run: Run) -> str:
+        """The prompt of the run's current attempt: a follow-up's or a recovery's, else the
+        run's own message."""
+        for event in reversed(
+            read_all(self.log, run.run_id, (FOLLOW_UP_STARTED, RECOVERY_STARTED))
+        ):
+            prompt = event.data.get("prompt")
+            if event.data.get("attempt") == run.attempt and isinstance(prompt, str) and prompt:
+                return prompt
+        return run.message
 
     async def _stopped_meanwhile(self, run: Run) -> None:
         """The run was cancelled (or ended) while its guards or planners were asked: no next

@@ -25,6 +25,7 @@ from ..log import Event, EventLog
 from ..log.event import ERROR
 from ..log.transaction import Transaction
 from ..settings import DEFAULT_WORKING_DIR
+from .backoffs import RetryBackoffs
 from .billing import BillingOutbox
 from .deadlines import RunDeadlines
 from .decisions import RunDecisions
@@ -39,6 +40,7 @@ from .usage import COUNTED, run_usage
 logger = logging.getLogger("gateway_kit.runs")
 
 STALE_FAILURE = "run %s: request %s was already replaced when it failed upstream: %s"
+NOT_SENT_YET = "run %s: request %s waits out its backoff, goose has not got it yet: %s"
 NO_ANSWER = "goose did not answer {call} within {seconds:g} s"
 
 
@@ -65,19 +67,20 @@ class RunLifecycle:
         self._tasks = TaskSet()
         self.deadlines = RunDeadlines(self)
         self.decisions = RunDecisions(self)
+        self.backoffs = RetryBackoffs(self)
 
     # --- what the pump reports ---------------------------------------------------------------
 
     async def upstream_finished(self, run: Run, event: Event) -> None:
         """goose's `Finish` for one of the run's requests was appended as `event`."""
-        async with self._lock(run.run_id):
+        async with self.lock(run.run_id):
             current = await asyncio.to_thread(self._current, run, event)
             if current is not None:
                 await self.decisions.finished(current)
 
     async def upstream_errored(self, run: Run, event: Event) -> None:
         """goose's `Error` for one of the run's requests was appended as `event`."""
-        async with self._lock(run.run_id):
+        async with self.lock(run.run_id):
             current = await asyncio.to_thread(self._current, run, event)
             if current is not None:
                 await self.decisions.errored(current, str(event.data.get("error", "")))
@@ -86,12 +89,15 @@ class RunLifecycle:
         """`run`'s request failed upstream without an `Error` event of goose's. `run` is as the
         reporter last read it: a failure of an attempt that a newer one has replaced since (a
         follow-up or a recovery decided meanwhile) is about a request nobody waits for."""
-        async with self._lock(run.run_id):
+        async with self.lock(run.run_id):
             current = await asyncio.to_thread(self.store.get, run.run_id)
             if current is None or not current.active:
                 return
             if current.upstream_request_id != run.upstream_request_id:
                 logger.info(STALE_FAILURE, run.run_id, run.upstream_request_id, error)
+                return
+            if self.backoffs.pending(run.run_id):
+                logger.info(NOT_SENT_YET, run.run_id, run.upstream_request_id, error)
                 return
             await self.decisions.errored(current, error)
 
@@ -104,7 +110,7 @@ class RunLifecycle:
         log but not in its row (a process died between the two, before they were written
         together) gets its row brought in line.
         """
-        async with self._lock(run.run_id):
+        async with self.lock(run.run_id):
             current, settled, ends = await asyncio.to_thread(self._look_back, run.run_id)
             if current is None or settled:
                 return settled
@@ -209,7 +215,7 @@ class RunLifecycle:
         self, run: Run, type: str, data: dict[str, Any], status: RunStatus
     ) -> Event | None:
         """End a run the gateway stopped waiting for (`RunDeadlines`), unless it has ended."""
-        lock = self._lock(run.run_id)
+        lock = self.lock(run.run_id)
         if lock.locked():
             return None  # being decided here (its guards, say): not hanging on goose
         async with lock:
@@ -220,7 +226,7 @@ class RunLifecycle:
 
     async def end_unstarted(self, run: Run, error: str) -> Event | None:
         """End a run goose never took (its `reply` was refused) with an `Error`."""
-        async with self._lock(run.run_id):
+        async with self.lock(run.run_id):
             data = {"error": error, "error_class": None}
             return await self.end_run(run, ERROR, data, RunStatus.FAILED)
 
@@ -238,7 +244,7 @@ class RunLifecycle:
 
     # --- helpers -----------------------------------------------------------------------------
 
-    def _lock(self, run_id: str) -> asyncio.Lock:
+    def lock(self, run_id: str) -> asyncio.Lock:
         lock = self._locks.get(run_id)
         if lock is None:
             lock = self._locks[run_id] = asyncio.Lock()
@@ -265,6 +271,7 @@ class RunLifecycle:
         self.deadlines.start()
 
     async def stop(self) -> None:
+        await self.backoffs.stop()
         await self.billing.stop()
         await self.deadlines.stop()
         await self._tasks.stop()

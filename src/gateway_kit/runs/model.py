@@ -59,6 +59,7 @@ class Attempt:
     recovery: str | None  # the recovery plan's kind, for a recovery
     reason: str | None  # why it was made: the veto's reasons, or the error's class
     started_at: float
+    recovery_try: int | None = None  # for a recovery: its number among those of its kind
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,10 @@ class Upstream(Protocol):
         self, working_dir: str, *, extension_overrides: list[dict[str, Any]] | None = None
     ) -> UpstreamSession: ...
 
+    async def session_extensions(self, session_id: str) -> list[dict[str, Any]]: ...
+
+    async def session_tools(self, session_id: str) -> list[dict[str, Any]]: ...
+
     async def reply(
         self,
         session_id: str,

@@ -94,6 +94,7 @@ def attempt_json(attempt: Attempt) -> dict[str, Any]:
         "upstream_request_id": attempt.upstream_request_id,
         "session_id": attempt.session_id,
         "recovery": attempt.recovery,
+        "recovery_try": attempt.recovery_try,
         "reason": attempt.reason,
         "started_at": attempt.started_at,
     }

@@ -140,6 +140,7 @@ class RunService:
             return run
         await asyncio.to_thread(self.store.request_cancel, run_id)
         await self.log.aappend(run.stream, CANCEL_REQUESTED, {"run_id": run_id}, run_id=run_id)
+        self.lifecycle.backoffs.cancel_noted(run_id)
         await self.upstream.cancel(run.session_id, run.upstream_request_id)
         self.pumps.ensure(run.session_id)
         return await asyncio.to_thread(self.store.get, run_id) or run

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..exceptions import RecoveryUsed, RunConflict
+from ..hooks.results import RECOVERY_TRY_MARK
 from ..identity.owners import claim
 from ..log import Event
 from ..log.event import ERROR
@@ -36,16 +37,35 @@ def _run(row: Any) -> Run:
 
 
 def _attempt(row: Any) -> Attempt:
+    recovery, recovery_try = _recovery_of(row.recovery)
     return Attempt(
         run_id=row.run_id,
         number=row.number,
         upstream_request_id=row.upstream_request_id,
         session_id=row.session_id,
         kind=AttemptKind(row.kind),
-        recovery=row.recovery,
+        recovery=recovery,
         reason=row.reason,
         started_at=row.started_at,
+        recovery_try=recovery_try,
     )
+
+
+# The database keeps one row per (run, recovery): a kind's second and later tries are stored
+# as "kind#2", "kind#3", ..., so that each try is still taken once whichever process plans it.
+def _stored_recovery(recovery: str | None, recovery_try: int) -> str | None:
+    if recovery is None or recovery_try <= 1:
+        return recovery
+    return f"{recovery}{RECOVERY_TRY_MARK}{recovery_try}"
+
+
+def _recovery_of(stored: str | None) -> tuple[str | None, int | None]:
+    if stored is None:
+        return None, None
+    kind, mark, number = stored.rpartition(RECOVERY_TRY_MARK)
+    if mark and number.isdigit():
+        return kind, int(number)
+    return stored, 1
 
 
 ACTIVE = RunStatus.ACTIVE.value
@@ -142,13 +162,14 @@ class RunStore(SessionBindings, Bills):
         session_id: str,
         kind: AttemptKind,
         recovery: str | None = None,
+        recovery_try: int = 1,
         reason: str | None = None,
     ) -> Run | None:
         """Record the run's next attempt and make it the current one; None, recording nothing,
         when the run has ended or a cancel was asked for meanwhile (in any process).
 
-        `RecoveryUsed` when the run already had a recovery of this kind (in any process): the
-        database keeps each kind's budget of one.
+        `RecoveryUsed` when the run already had this try of this kind of recovery (in any
+        process): the database takes each try once.
         """
         try:
             with self.tables.transaction() as conn:
@@ -172,7 +193,7 @@ class RunStore(SessionBindings, Bills):
                         upstream_request_id=request_id,
                         session_id=session_id,
                         kind=kind.value,
-                        recovery=recovery,
+                        recovery=_stored_recovery(recovery, recovery_try),
                         reason=reason,
                         started_at=time.time(),
                     )
@@ -180,7 +201,9 @@ class RunStore(SessionBindings, Bills):
         except _NotGoingOn:
             return None
         except sa.exc.IntegrityError as exc:
-            raise RecoveryUsed(f"run {run.run_id!r} already had a {recovery!r} recovery") from exc
+            raise RecoveryUsed(
+                f"run {run.run_id!r} already had try {recovery_try} of a {recovery!r} recovery"
+            ) from exc
         return self.get(run.run_id)
 
     def attempts(self, run_id: str) -> list[Attempt]:

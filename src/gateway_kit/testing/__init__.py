@@ -13,7 +13,8 @@ Example::
 from __future__ import annotations
 
 from .bus import TOO_FAR_BEHIND_ERROR
-from .fake_goose import DEFAULT_BASE_URL, DEFAULT_SECRET_KEY, FakeGoose
+from .fake_goose import DEFAULT_BASE_URL, FakeGoose
+from .fake_state import DEFAULT_SECRET_KEY
 from .records import CancelCall, EventsCall, RecordedRequest, ReplyCall
 from .schema import goose_openapi, goose_validator
 from .transport import StreamingASGITransport

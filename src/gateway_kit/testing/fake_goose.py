@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 import httpx
 
 from gateway_kit.types import JSONObject, Receive, Scope, Send
 
-from .bus import REPLAY_BUFFER_SIZE, SUBSCRIBER_QUEUE_SIZE, SessionBus, parse_last_event_id
+from .bus import SessionBus, parse_last_event_id
 from .event_stream import serve_events
+from .extensions import extension_overrides, session_tools
+from .fake_state import FakeGooseState
 from .records import CancelCall, EventsCall, RecordedRequest, ReplyCall
 from .runner import run_turn
-from .sessions import DEFAULT_WORKING_DIR, SESSION_NAME, SessionRecord, new_session_id
+from .sessions import SessionRecord
 from .transport import StreamingASGITransport
-from .turns import Turn, echo_turn
 from .wire import (
     BAD_BODY,
     GOOSE_UUID,
@@ -45,88 +45,11 @@ from .wire import (
 if TYPE_CHECKING:
     import respx
 
-DEFAULT_SECRET_KEY = "fake-goose-secret"
 DEFAULT_BASE_URL = "http://goose.test"
-PING_INTERVAL = 0.5
 
 
-class FakeGoose:
+class FakeGoose(FakeGooseState):
     """An ASGI app that behaves like goosed for a gateway; see the module docstring."""
-
-    def __init__(
-        self,
-        *,
-        secret_key: str = DEFAULT_SECRET_KEY,
-        ping_interval: float = PING_INTERVAL,
-        replay_buffer_size: int = REPLAY_BUFFER_SIZE,
-        subscriber_queue_size: int = SUBSCRIBER_QUEUE_SIZE,
-        default_turn: Callable[[JSONObject], Turn] = echo_turn,
-    ) -> None:
-        self.secret_key = secret_key
-        self.ping_interval = ping_interval
-        self.default_turn = default_turn
-        self._replay_buffer_size = replay_buffer_size
-        self._subscriber_queue_size = subscriber_queue_size
-        self.sessions: dict[str, SessionRecord] = {}
-        self._buses: dict[str, SessionBus] = {}
-        self._scripts: dict[str, deque[Turn]] = {}
-        self._turn_tasks: set[asyncio.Task[None]] = set()
-        self._turn_failures: list[BaseException] = []
-        self.requests: list[RecordedRequest] = []
-        self.reply_calls: list[ReplyCall] = []
-        self.cancel_calls: list[CancelCall] = []
-        self.events_calls: list[EventsCall] = []
-
-    # --- for tests
-
-    def create_session(
-        self, *, working_dir: str = DEFAULT_WORKING_DIR, name: str = SESSION_NAME
-    ) -> str:
-        """Create a session as `POST /agent/start` does, without a request."""
-        session = SessionRecord(new_session_id(), working_dir=working_dir, name=name)
-        self.sessions[session.id] = session
-        return session.id
-
-    def script(self, session_id: str, *turns: Turn) -> None:
-        """Queue what the next replies of the session do; unscripted replies echo."""
-        self._scripts.setdefault(session_id, deque()).extend(turns)
-
-    def conversation(self, session_id: str) -> list[JSONObject]:
-        """The session's stored history (a copy): streamed chunks merged, as goose keeps it."""
-        return copy.deepcopy(self.sessions[session_id].conversation)
-
-    def active_request_ids(self, session_id: str) -> list[str]:
-        bus = self._buses.get(session_id)
-        return bus.active_request_ids() if bus else []
-
-    def buffered_events(self, session_id: str) -> list[tuple[int, JSONObject]]:
-        """The replay buffer as `(id, json)` pairs, each JSON as it goes on the wire."""
-        bus = self._buses.get(session_id)
-        return [(event.id, event.wire_json()) for event in bus.buffered()] if bus else []
-
-    async def wait_idle(self) -> None:
-        """Wait until every background turn has ended; re-raise the first that failed."""
-        while self._turn_tasks:
-            await asyncio.wait(set(self._turn_tasks))
-        if self._turn_failures:
-            raise self._turn_failures[0]
-
-    def restart(self) -> None:
-        """Simulate a goosed restart; call it on the event loop that serves the fake.
-
-        ids start again at 1, replay buffers are empty, running turns die without another
-        event, open event streams end. Sessions and their conversations stay (goose keeps
-        them on disk).
-        """
-        for bus in self._buses.values():
-            bus.close()
-        self._buses.clear()
-        for task in self._turn_tasks:
-            task.cancel()
-
-    def clear_calls(self) -> None:
-        for calls in (self.requests, self.reply_calls, self.cancel_calls, self.events_calls):
-            calls.clear()
 
     def client(self, base_url: str = DEFAULT_BASE_URL, **kwargs: Any) -> httpx.AsyncClient:
         """An `httpx.AsyncClient` that reaches this fake in-process and sends the secret key."""
@@ -155,12 +78,13 @@ class FakeGoose:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         method, path = scope["method"], scope["path"]
         self.requests.append(RecordedRequest(method, path, headers, body))
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         try:
             if path != "/status" and headers.get(SECRET_HEADER) != self.secret_key:
                 raise Reject(401, UNAUTHORIZED)
-            await self._route(method, path, headers, body, receive, send)
+            await self._route(method, path, headers, body, query, receive, send)
         except Reject as reject:
-            await answer_json(send, reject.status, {"message": reject.message})
+            await answer_json(send, reject.status, {"message": reject.message}, reject.headers)
 
     async def _route(
         self,
@@ -168,6 +92,7 @@ class FakeGoose:
         path: str,
         headers: dict[str, str],
         body: bytes,
+        query: dict[str, list[str]],
         receive: Receive,
         send: Send,
     ) -> None:
@@ -185,6 +110,12 @@ class FakeGoose:
             await answer(send, 200, b"", b"text/plain; charset=utf-8")
         elif name == "events":
             await self._events(session_id, headers.get("last-event-id"), receive, send)
+        elif name == "tools":
+            session = self._session(query.get("session_id", [""])[0])
+            await answer_json(send, 200, session_tools(session.extensions, self.tools))
+        elif name == "extensions":
+            extensions = self._session(session_id).extensions
+            await answer_json(send, 200, {"extensions": copy.deepcopy(extensions)})
         else:
             await answer_json(send, 200, self._session(session_id).to_json())
 
@@ -205,7 +136,9 @@ class FakeGoose:
 
     def _start(self, body: JSONObject) -> JSONObject:
         working_dir = require(body, "working_dir", str)
-        return self.sessions[self.create_session(working_dir=working_dir)].to_json()
+        extensions = extension_overrides(body)
+        session_id = self.create_session(working_dir=working_dir, extensions=extensions)
+        return self.sessions[session_id].to_json()
 
     def _resume(self, body: JSONObject) -> JSONObject:
         session = self._session(require(body, "session_id", str))
@@ -222,6 +155,9 @@ class FakeGoose:
         ):
             raise Reject(422, BAD_BODY.format("`override_conversation` must be a list"))
         try:
+            refusals = self._refusals.get(session_id)
+            if refusals:
+                raise refusals.popleft()
             self._start_turn(session_id, request_id, user_message, override)
         except Reject as reject:
             self.reply_calls.append(

@@ -36,6 +36,7 @@ class SessionRecord:
     output_tokens: int = 0
     accumulated_input_tokens: int = 0
     accumulated_output_tokens: int = 0
+    extensions: list[JSONObject] = field(default_factory=list)  # as `/agent/start` got them
 
     def add_message(self, message: JSONObject) -> None:
         """Keep a streamed message the way goose stores it: chunks of one id merged into one."""

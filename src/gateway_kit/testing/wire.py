@@ -29,6 +29,8 @@ ROUTES = [
     (re.compile(r"/status"), "GET", "status"),
     (re.compile(r"/agent/start"), "POST", "start"),
     (re.compile(r"/agent/resume"), "POST", "resume"),
+    (re.compile(r"/agent/tools"), "GET", "tools"),
+    (re.compile(r"/sessions/([^/]+)/extensions"), "GET", "extensions"),
     (re.compile(r"/sessions/([^/]+)/reply"), "POST", "reply"),
     (re.compile(r"/sessions/([^/]+)/cancel"), "POST", "cancel"),
     (re.compile(r"/sessions/([^/]+)/events"), "GET", "events"),
@@ -37,12 +39,13 @@ ROUTES = [
 
 
 class Reject(Exception):
-    """Answer the request with this status and `{"message": ...}`."""
+    """Answer the request with this status and `{"message": ...}` (and these headers)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers or {}
 
 
 def json_object(body: bytes) -> JSONObject:
@@ -62,14 +65,23 @@ def require(body: JSONObject, name: str, kind: type) -> Any:
     return value
 
 
-async def answer(send: Send, status: int, body: bytes, content_type: bytes) -> None:
+async def answer(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: bytes,
+    extra: dict[str, str] | None = None,
+) -> None:
     headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (extra or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-async def answer_json(send: Send, status: int, payload: JSONObject) -> None:
-    await answer(send, status, json.dumps(payload).encode(), b"application/json")
+async def answer_json(
+    send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
+) -> None:
+    await answer(send, status, json.dumps(payload).encode(), b"application/json", headers)
 
 
 def match_route(method: str, path: str) -> tuple[str, str]:

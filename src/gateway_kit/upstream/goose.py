@@ -29,6 +29,7 @@ SECRET_KEY_HEADER = "X-Secret-Key"
 LAST_EVENT_ID_HEADER = "Last-Event-ID"
 
 NOT_JSON_OBJECT_MESSAGE = "goose answered {url} with a body that is not a JSON object: {body!r}"
+NOT_OBJECT_LIST_MESSAGE = "goose answered {url} without its list of objects: {body!r}"
 NO_SESSION_ID_MESSAGE = "goose answered {url} without a session id: {body!r}"
 BAD_CURSOR_MESSAGE = "last_event_id must be a non-negative int or None, not {value!r}"
 MAX_QUOTED_CHARS = 200
@@ -135,6 +136,25 @@ class GooseUpstream:
         response = await self._send("GET", f"/sessions/{_segment(session_id)}")
         return self._session(response, self._json_object(response))
 
+    async def session_extensions(self, session_id: str) -> list[JSONObject]:
+        """The session's extensions (goose ``ExtensionConfig``\\ s), as `start_session` takes
+        them in `extension_overrides`."""
+        response = await self._send("GET", f"/sessions/{_segment(session_id)}/extensions")
+        extensions = self._json_object(response).get("extensions")
+        return self._objects(response, extensions)
+
+    async def session_tools(self, session_id: str) -> list[JSONObject]:
+        """The tools the session's agent has (goose ``ToolInfo``\\ s), each named
+        ``<extension>__<tool>``."""
+        response = await self._send(
+            "GET", "/agent/tools", params={"session_id": session_id}, about_session=False
+        )
+        try:
+            tools = response.json()
+        except ValueError:
+            tools = None
+        return self._objects(response, tools)
+
     # --- turns
 
     async def reply(
@@ -205,12 +225,23 @@ class GooseUpstream:
         return {SECRET_KEY_HEADER: self._secret_key}
 
     async def _send(
-        self, method: str, path: str, *, json: Any = None, about_session: bool = True
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, str] | None = None,
+        about_session: bool = True,
     ) -> httpx.Response:
         url = f"{self.base_url}{path}"
         try:
             response = await self.client.request(
-                method, url, json=json, headers=self._headers(), timeout=self._timeout
+                method,
+                url,
+                json=json,
+                params=params,
+                headers=self._headers(),
+                timeout=self._timeout,
             )
         except httpx.TransportError as exc:
             raise UpstreamUnavailable(UNREACHABLE_MESSAGE.format(url=url, error=exc)) from exc
@@ -231,6 +262,16 @@ class GooseUpstream:
                 )
             )
         return body
+
+    @staticmethod
+    def _objects(response: httpx.Response, items: object) -> list[JSONObject]:
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise UpstreamError(
+                NOT_OBJECT_LIST_MESSAGE.format(
+                    url=response.request.url, body=response.text[:MAX_QUOTED_CHARS]
+                )
+            )
+        return items
 
     @staticmethod
     def _session(response: httpx.Response, data: object) -> GooseSession:

@@ -2,10 +2,13 @@
 
 goose writes errors as JSON `{"message": ...}`, but some routes (the auth layer, `/events`) answer
 with a bare status and no body, and a proxy in between may answer with HTML: every case still
-gives a readable message.
+gives a readable message. A ``Retry-After`` (seconds or an HTTP date) is kept with the error.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import httpx
 
@@ -40,7 +43,28 @@ def error_from_response(
         if SESSION_BUSY_MARKER in message:
             return SessionBusy(status, message)
         return UpstreamBadRequest(status, message)
-    return UpstreamHTTPError(status, message)
+    return UpstreamHTTPError(status, message, retry_after(response))
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The seconds a ``Retry-After`` header asks to wait (a number or an HTTP date); None
+    without one, or with one that says neither."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if seconds != seconds or seconds == float("inf"):  # NaN, inf: no usable answer
+        return None
+    return max(0.0, round(seconds, 3))
 
 
 def error_message(response: httpx.Response) -> str:
