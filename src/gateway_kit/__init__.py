@@ -45,6 +45,7 @@ from .sockets import PresenceRoutes, SocketServer
 from .streams import LegacyTaskPoll, StreamRoutes
 from .upstream import GooseUpstream
 from .upstream.pump import PumpSettings
+from .usage import UsageRoutes
 from .wrapped import WrappedApp
 
 __all__ = [
@@ -99,6 +100,7 @@ __all__ = [
     "UpstreamTimeout",
     "UpstreamTooFarBehind",
     "UpstreamUnavailable",
+    "UsageRoutes",
     "Work",
     "WrappedApp",
     "hookimpl",

@@ -6,9 +6,11 @@ import asyncio
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from gateway_kit_plugins import usage_ledger
 
 from gateway_kit import EventLog, Gateway, hookimpl
 from gateway_kit.identity.owners import StreamOwners
@@ -137,3 +139,9 @@ def test_a_run_of_a_stream_with_no_owner_is_left_out_and_named(
         deliver(gateway, ended("r-nobody", "unowned"), usage(4, 4))
     assert entries(log) == []
     assert "run r-nobody of stream 'unowned'" in caplog.text
+
+
+def test_the_plugins_doc_shows_the_plugins_real_code() -> None:
+    source = Path(usage_ledger.__file__).read_text(encoding="utf-8")
+    code = source[source.index("from __future__") :]
+    assert code in (Path(__file__).parents[2] / "docs" / "plugins.md").read_text(encoding="utf-8")
