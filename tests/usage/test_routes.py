@@ -3,6 +3,7 @@ totals of their own runs, and nobody else's."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 from collections.abc import Iterator
@@ -12,12 +13,19 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, IdentityMiddleware, Plugins, Principal, UsageRoutes
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
+from gateway_kit.types import Scope
+from gateway_kit.usage import UsageLedger, entry_of
 from gateway_kit.usage.ledger import utc_day
 
+from ..hooks.plugins_for_tests import plugin
 from ..serving import serve_in_thread
 from .billing import DAY, deliver, ended, usage
 
@@ -146,3 +154,32 @@ def test_any_query_is_a_200_within_its_range_or_a_400_json_never_a_5xx(site: Sit
             assert body["totals"]["runs"] == sum(day["runs"] for day in body["days"])
 
         check()
+
+
+def test_usage_routes_alone_around_a_starlette_app(log: EventLog) -> None:
+    def by_header(scope: Scope) -> Principal | None:
+        user = dict(scope["headers"]).get(b"x-user")
+        return Principal(user.decode(), "header") if user else None
+
+    async def hello(request: StarletteRequest) -> PlainTextResponse:
+        return PlainTextResponse("from starlette")
+
+    owners = StreamOwners(log)
+    owners.declare("ada-notes", "ada")
+    UsageLedger(log).record(entry_of(ended("a1", "ada-notes"), usage(2, 2), "k1", "ada", 0.0))
+    plugins = Plugins([plugin("header-sso", resolve_principal=by_header)], load_entry_points=False)
+    app = Starlette(routes=[Route("/hello", hello), Route("/api/usage", hello)])
+    stack = IdentityMiddleware(
+        UsageRoutes(app, ledger=UsageLedger(log), prefix="/gw", legacy_path=None), plugins=plugins
+    )
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=stack)
+        async with httpx.AsyncClient(transport=transport, base_url="http://app.test") as client:
+            mine = await client.get("/gw/usage", headers={"x-user": "ada"})
+            assert mine.json()["totals"]["total_tokens"] == 4
+            assert (await client.get("/hello")).text == "from starlette"
+            # legacy_path=None: the app keeps its own /api/usage.
+            assert (await client.get("/api/usage")).text == "from starlette"
+
+    asyncio.run(main())
