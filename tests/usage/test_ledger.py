@@ -18,7 +18,8 @@ from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.bills import idempotency_key
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.testing import FakeGoose, Turn
-from gateway_kit.usage import UsageLedger
+from gateway_kit.usage import UsageLedger, entry_of
+from gateway_kit.usage import ledger as ledger_module
 from gateway_kit.usage.ledger import utc_day
 
 from ..runs.test_routes import bound_session, gateway_client, sse_events, start_run, wait_status
@@ -145,3 +146,17 @@ def test_the_plugins_doc_shows_the_plugins_real_code() -> None:
     source = Path(usage_ledger.__file__).read_text(encoding="utf-8")
     code = source[source.index("from __future__") :]
     assert code in (Path(__file__).parents[2] / "docs" / "plugins.md").read_text(encoding="utf-8")
+
+
+def test_every_entry_is_listed_page_by_page_in_the_order_billed(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ledger_module, "ENTRIES_PAGE", 2)
+    ledger = UsageLedger(log)
+    for n in range(5):  # two entries billed at the same moment: their keys order them
+        run = ended(f"r{n}", "conv")
+        ledger.record(entry_of(run, usage(n, 0), f"key-{n}", "alice", float(n // 2)))
+    ledger.record(entry_of(ended("b", "bob"), usage(1, 1), "key-b", "bob", 0.0))
+
+    listed = [entry.idempotency_key for entry in ledger.all_entries("alice")]
+    assert listed == [f"key-{n}" for n in range(5)]

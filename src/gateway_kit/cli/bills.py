@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_ledger(args: argparse.Namespace) -> int:
-    """The usage ledger's entries of one user, oldest first."""
+    """The usage ledger's entries of one user, in the order they were billed."""
     if args.user is None:
         raise SettingsError("--since and --until need --user")
     if args.undelivered:
@@ -73,12 +73,12 @@ def run_ledger(args: argparse.Namespace) -> int:
     user = check_user_id(args.user)
     since, until = day("since", args.since), day("until", args.until)
     with EventLog(args.db) as log:
-        entries = UsageLedger(log).entries(user, since, until)
-    if args.json:
-        for entry in entries:
-            print(json.dumps(entry.as_json(), ensure_ascii=False))
-        return 0
-    print_rows([LEDGER_COLUMNS, *(entry_row(entry) for entry in entries)])
+        entries = UsageLedger(log).all_entries(user, since, until)
+        if args.json:
+            for entry in entries:
+                print(json.dumps(entry.as_json(), ensure_ascii=False))
+            return 0
+        print_rows([LEDGER_COLUMNS, *(entry_row(entry) for entry in entries)])
     return 0
 
 

@@ -13,7 +13,7 @@ Reads (a user's totals, days and entries) are single queries on the log's reader
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -25,7 +25,7 @@ from .tables import TOKENS, usage_days, usage_entries
 
 # A user's days are listed newest first, this many at most: a year and a day.
 MAX_DAYS = 366
-MAX_ENTRIES = 10_000
+ENTRIES_PAGE = 1000
 EARLIEST = ""  # sorts before every YYYY-MM-DD
 LATEST = "9999-12-31"
 
@@ -66,6 +66,16 @@ ENTRIES = (
     .where(usage_entries.c.user_id == sa.bindparam("user_id"))
     .where(usage_entries.c.day >= sa.bindparam("since"))
     .where(usage_entries.c.day <= sa.bindparam("until"))
+    # Pages go on from the last entry of the one before (-1 and "": from the first).
+    .where(
+        sa.or_(
+            usage_entries.c.billed_at > sa.bindparam("after_at"),
+            sa.and_(
+                usage_entries.c.billed_at == sa.bindparam("after_at"),
+                usage_entries.c.idempotency_key > sa.bindparam("after_key"),
+            ),
+        )
+    )
     .order_by(usage_entries.c.billed_at, usage_entries.c.idempotency_key)
     .limit(sa.bindparam("limit"))
 )
@@ -213,8 +223,23 @@ class UsageLedger:
 
     def entries(
         self, user_id: str, since: str | None = None, until: str | None = None,
-        limit: int = MAX_ENTRIES,
+        limit: int = ENTRIES_PAGE, after: UsageEntry | None = None,
     ) -> list[UsageEntry]:  # fmt: skip
-        """The user's entries, oldest first, at most `limit`."""
-        rows = self.tables.select(ENTRIES, _range(user_id, since, until, limit))
-        return [_entry(row) for row in rows]
+        """The user's entries in the order they were billed, at most `limit`, those after
+        `after` (the last of the page before) when given."""
+        params = _range(user_id, since, until, limit)
+        params["after_at"] = -1.0 if after is None else after.billed_at
+        params["after_key"] = "" if after is None else after.idempotency_key
+        return [_entry(row) for row in self.tables.select(ENTRIES, params)]
+
+    def all_entries(
+        self, user_id: str, since: str | None = None, until: str | None = None
+    ) -> Iterator[UsageEntry]:
+        """Every entry of the user, as `entries` in pages: memory holds one page at a time."""
+        after = None
+        while True:
+            page = self.entries(user_id, since, until, ENTRIES_PAGE, after)
+            yield from page
+            if len(page) < ENTRIES_PAGE:
+                return
+            after = page[-1]
