@@ -8,6 +8,7 @@ import datetime as dt
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
@@ -18,15 +19,26 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from gateway_kit import EventLog, Gateway, IdentityMiddleware, Plugins, Principal, UsageRoutes
+from gateway_kit import (
+    EventLog,
+    Gateway,
+    GooseUpstream,
+    IdentityMiddleware,
+    Plugins,
+    Principal,
+    UsageRoutes,
+)
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
+from gateway_kit.testing import FakeGoose
 from gateway_kit.types import Scope
 from gateway_kit.usage import UsageLedger, entry_of
 from gateway_kit.usage.ledger import utc_day
 
 from ..hooks.plugins_for_tests import plugin
 from ..serving import serve_in_thread
+from ..upstream.harness import FAST
+from ..waiting import wait_until
 from .billing import DAY, deliver, ended, usage
 
 TWO_DAYS_AGO = time.time() - 2 * DAY
@@ -183,3 +195,42 @@ def test_usage_routes_alone_around_a_starlette_app(log: EventLog) -> None:
             assert (await client.get("/api/usage")).text == "from starlette"
 
     asyncio.run(main())
+
+
+def run_until_finished(
+    client: httpx.Client, headers: dict[str, str], stream: str, message: str
+) -> None:
+    started = client.post(f"/gateway/streams/{stream}/runs", headers=headers,
+                          json={"message": message})  # fmt: skip
+    assert started.status_code == 200, started.text
+    run = f"/gateway/runs/{started.json()['run_id']}"
+    wait_until(lambda: client.get(run, headers=headers).json()["status"] == "finished", 20)
+
+
+def test_runs_two_users_started_over_http_land_each_in_their_own_usage(log: EventLog) -> None:
+    fake = FakeGoose(ping_interval=0.2)  # each default turn uses one token per word, each way
+    with serve_in_thread(fake, lifespan="off") as goose_url:
+        upstream = GooseUpstream(base_url=goose_url, secret_key=fake.secret_key)
+        gateway = Gateway(log=log, upstream=upstream, load_entry_points=False, pump_settings=FAST)
+        alice, bob = bearer(log, "alice"), bearer(log, "bob")
+        with serve_in_thread(gateway) as url, httpx.Client(base_url=url) as client:
+            for headers, stream, message in [
+                (alice, "alice-chat", "one two three"),
+                (bob, "bob-chat", "four"),
+                (alice, "alice-chat", "five six"),
+            ]:
+                run_until_finished(client, headers, stream, message)
+
+            def usage_of(headers: dict[str, str], runs: int) -> dict[str, Any]:
+                wait_until(lambda: client.get("/gateway/usage", headers=headers).json()
+                           ["totals"]["runs"] == runs, timeout=20)  # fmt: skip
+                found: dict[str, Any] = client.get("/gateway/usage", headers=headers).json()
+                return found
+
+            mine, theirs = usage_of(alice, 2), usage_of(bob, 1)
+            legacy = client.get("/api/usage", headers=alice).json()
+
+    assert mine["user_id"] == "alice"
+    assert (mine["totals"]["input_tokens"], mine["totals"]["output_tokens"]) == (5, 5)
+    assert (theirs["user_id"], theirs["totals"]["total_tokens"]) == ("bob", 2)
+    assert (legacy["used_tokens"], legacy["runs"], legacy["today"]["runs"]) == (10, 2, 2)
