@@ -252,6 +252,7 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         "StreamRoutes",
         "RunRoutes",
         "TicketRoutes",
+        "UsageRoutes",
         "Mount",
         "PrefixNotFound",
         "LegacyTaskPoll",

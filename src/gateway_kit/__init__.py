@@ -46,6 +46,7 @@ from .sockets import PresenceRoutes, SocketServer
 from .streams import LegacyTaskPoll, StreamRoutes
 from .upstream import GooseUpstream
 from .upstream.pump import PumpSettings
+from .usage import UsageRoutes
 from .wrapped import WrappedApp
 
 __all__ = [
@@ -101,6 +102,7 @@ __all__ = [
     "UpstreamTimeout",
     "UpstreamTooFarBehind",
     "UpstreamUnavailable",
+    "UsageRoutes",
     "Work",
     "WrappedApp",
     "final_assistant_text",

@@ -44,6 +44,7 @@ DEFAULT_WORKING_DIR = "."
 DEFAULT_TICKET_TTL = 30.0
 DEFAULT_TICKET_RATE = (20, 10.0)  # tickets per credential, per seconds
 DEFAULT_LEGACY_SOCKET_TOKEN_PATH = "/api/socket-token"
+DEFAULT_LEGACY_USAGE_PATH = "/api/usage"
 DEFAULT_REDIS_CHANNEL = "gateway-kit-socketio"  # one per deployment on a shared Redis
 BAD_REDIS_URL = "socketio_redis_url must be None or a Redis URL (redis://...), got {value!r}"
 BAD_REDIS_CHANNEL = "socketio_redis_channel must be a non-empty string, got {value!r}"
@@ -160,6 +161,7 @@ class GatewaySettings:
     ticket_ttl: float = DEFAULT_TICKET_TTL
     ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE
     legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH
+    legacy_usage_path: str | None = DEFAULT_LEGACY_USAGE_PATH
     socket_origins: tuple[str, ...] | None = None
     # None: as `lifecycle_settings` says (its defaults are the DEFAULT_* above).
     reply_timeout: float | None = None
@@ -211,6 +213,11 @@ class GatewaySettings:
                 example=DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
             )
             set_(self, "legacy_socket_token_path", path)
+        if self.legacy_usage_path is not None:
+            path = normalize_path(
+                "legacy_usage_path", self.legacy_usage_path, example=DEFAULT_LEGACY_USAGE_PATH
+            )
+            set_(self, "legacy_usage_path", path)
         origins = self.socket_origins
         if origins is not None:
             if isinstance(origins, str) or not all(_origin(o) for o in origins):

@@ -96,7 +96,7 @@ def test_any_plugin_can_be_blocked_by_name(log: EventLog) -> None:
         allow_anonymous=True,
         log=log,
         plugins=[plugin("kept"), plugin("unwanted")],
-        block_plugins=["unwanted", *BUILT_IN_RESOLVERS, "default_authorization"],
+        block_plugins=["unwanted", *BUILT_IN_RESOLVERS, "default_authorization", "usage_ledger"],
         load_entry_points=False,
     )
     assert names(gateway.plugins) == ["kept"]

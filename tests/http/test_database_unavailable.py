@@ -17,7 +17,7 @@ from gateway_kit.http.errors import DATABASE_UNAVAILABLE
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.log.reconnect import GATE_MAX
-from gateway_kit.settings import DEFAULT_LEGACY_TASKS_PATH
+from gateway_kit.settings import DEFAULT_LEGACY_TASKS_PATH, DEFAULT_LEGACY_USAGE_PATH
 from gateway_kit.testing import FakeGoose
 
 from ..pg_server import PgServer
@@ -60,6 +60,12 @@ def requests(run_id: str, auth: str | None) -> list[Call]:
         Call("POST", f"{PREFIX}/socket-tickets".encode(), headers=extra),
         get(f"{PREFIX}/streams/{STREAM}/presence", **headers),
         get(f"{LEGACY}/{run_id}", **headers),
+        # The usage of nobody (anonymous) is a 401 that asks no database.
+        *(
+            [get(f"{PREFIX}/usage", **headers), get(DEFAULT_LEGACY_USAGE_PATH, **headers)]
+            if auth is not None
+            else []
+        ),
     ]
 
 

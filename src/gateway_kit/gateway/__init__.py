@@ -23,6 +23,7 @@ from ..settings import (
     DEFAULT_CREDENTIAL_STALE_AFTER,
     DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
     DEFAULT_LEGACY_TASKS_PATH,
+    DEFAULT_LEGACY_USAGE_PATH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_PAGE_BYTES,
@@ -97,6 +98,8 @@ class Gateway:
         (a 429 with ``Retry-After`` beyond).
     :param legacy_socket_token_path: where the legacy socket-token endpoint lives (the legacy
         answer's shape, a gateway ticket inside); None leaves that path to the app.
+    :param legacy_usage_path: where the legacy usage endpoint lives (a flat shape of the
+        caller's totals, from the usage ledger); None leaves that path to the app.
     :param app_middleware: middleware around the wrapped app only (an observer of its
         traffic), outermost first: `Middleware` objects or anything iterable as ``(cls, args,
         kwargs)``, such as Starlette's.
@@ -173,6 +176,7 @@ class Gateway:
         ticket_ttl: float = DEFAULT_TICKET_TTL,
         ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE,
         legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
+        legacy_usage_path: str | None = DEFAULT_LEGACY_USAGE_PATH,
         app_middleware: Sequence[Iterable[Any]] = (),
         wsgi: bool | None = None,
         wsgi_workers: int = DEFAULT_WSGI_WORKERS,
@@ -212,6 +216,7 @@ class Gateway:
             credential_refresh_interval=credential_refresh_interval,
             credential_stale_after=credential_stale_after,
             legacy_socket_token_path=legacy_socket_token_path,
+            legacy_usage_path=legacy_usage_path,
             socket_origins=tuple(socket_origins) if socket_origins is not None else None,
             reply_timeout=reply_timeout,
             cancel_deadline=cancel_deadline,

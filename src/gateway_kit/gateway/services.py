@@ -32,6 +32,7 @@ from ..types import ASGIApp
 from ..upstream.goose import GooseUpstream
 from ..upstream.pump import PumpSettings
 from ..upstream.pumps import PumpManager
+from ..usage import UsageLedger
 from ..wrapped import WrappedApp
 
 logger = logging.getLogger("gateway_kit")
@@ -71,6 +72,7 @@ class Services:
     logins: CookieLogins | None
     sockets: SocketServer | None
     socketio: ASGIApp  # the gateway's Socket.IO server, or the application given instead
+    usage: UsageLedger  # read by the usage routes; the usage_ledger plugin writes its own
     app_middleware: list[Middleware] = field(default_factory=list)
 
 
@@ -226,5 +228,6 @@ def build_services(
         logins=logins,
         sockets=sockets,
         socketio=socketio,
+        usage=UsageLedger(log),
         app_middleware=[Middleware.of(m) for m in app_middleware],
     )

@@ -18,6 +18,7 @@ from ..runs.routes import RunRoutes
 from ..sockets import PresenceRoutes
 from ..streams import LegacyTaskPoll, StreamRoutes
 from ..types import ASGIApp
+from ..usage import UsageRoutes
 from .lifespan import background_work
 from .services import Services
 
@@ -56,6 +57,12 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
             tickets=services.tickets,
             prefix=prefix,
             legacy_path=settings.legacy_socket_token_path,
+        ),
+        Middleware(
+            UsageRoutes,
+            ledger=services.usage,
+            prefix=prefix,
+            legacy_path=settings.legacy_usage_path,
         ),
     ]
     if services.sockets is not None:
