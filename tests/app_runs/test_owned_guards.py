@@ -287,3 +287,30 @@ def test_a_turn_that_raises_is_never_guarded(log: EventLog) -> None:
     end = log.run_end("r-1")
     assert end is not None and end.type == "Error"
     assert guard.asked == []
+
+
+def test_runs_of_several_threads_are_guarded_at_once_each_with_its_own_follow_ups(
+    log: EventLog,
+) -> None:
+    run_guards = guards(PagesGuard(missing=[PAGE]))
+    calls: dict[str, list[str]] = {}
+
+    def task(n: int) -> None:
+        run_id = f"r-{n}"
+        calls[run_id] = []
+        follow_up = writer(log, calls[run_id], PAGE)
+        with owned_run(
+            log, stream=f"conv-{n}", run_id=run_id, guards=run_guards, follow_up=follow_up
+        ) as run:
+            follow_up.holder["run"] = run  # type: ignore[attr-defined]
+            run.append("Message", {"text": "published!"})
+
+    threads = [threading.Thread(target=task, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    for n in range(4):
+        end = log.run_end(f"r-{n}")
+        assert end is not None and end.data == {"reason": "stop"}
+        assert len(calls[f"r-{n}"]) == 1

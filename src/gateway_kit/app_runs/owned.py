@@ -165,7 +165,7 @@ class OwnedRun:
     ) -> None:
         if not self._open:
             return
-        if exc is None and self.ended is None and self._guards is not None:
+        if exc is None and self.ended is None and self._guards is not None and not self._lost:
             try:  # the lease is still renewed while the guards and follow-ups take their time
                 self._guards.settle(self.append, self._end, lambda: self.ended is not None)
             except BaseException as failure:  # a follow-up raised: the run ends with its Error
