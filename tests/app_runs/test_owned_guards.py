@@ -3,6 +3,7 @@ goose's, a veto calls the app's follow-up, and a run whose guards give up ends f
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -314,3 +315,12 @@ def test_runs_of_several_threads_are_guarded_at_once_each_with_its_own_follow_up
         end = log.run_end(f"r-{n}")
         assert end is not None and end.data == {"reason": "stop"}
         assert len(calls[f"r-{n}"]) == 1
+
+
+def test_a_run_written_on_an_event_loops_thread_is_guarded_too(log: EventLog) -> None:
+    async def main() -> None:  # blocking, as any owned run is; its guards need a loop of their own
+        with owned_run(log, stream=STREAM, run_id="r-1", guards=guards(AlwaysVetoes())) as run:
+            run.append("Message", {"text": "published!"})
+
+    asyncio.run(main())
+    assert [e.type for e in events_of(log, "r-1")] == ["Message", "guard_failed", "Finish"]

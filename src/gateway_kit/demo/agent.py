@@ -42,7 +42,8 @@ MISSING_PAGE = re.compile(r"^- public/([A-Za-z0-9_-]{1,64}\.html)$", re.MULTILIN
 PAGE = (
     "<!doctype html>\n<title>{name}</title>\n<p>Written by the fake agent when it was told.</p>\n"
 )
-WROTE = "Sorry, I had not written it. Written now: {pages}."
+WROTE = "Sorry, I had not written it. Now the page is published at {pages}."
+PRETENDED = "Done again: the page is published at {pages}."  # and still not written
 COULD_NOT = "I cannot write anything: the pages stay as they are."
 
 
@@ -84,17 +85,20 @@ def follow_up_turn(
 ) -> None:
     """The turn after a finish guard's veto (`prompt` lists what is missing) of the task that
     began with `message`: writes the missing pages under `public_root`, unless the task only
-    pretends; never raises."""
+    pretends, and says where they are published (so its last answer claims them again, as a
+    guard reading only the last answer expects); never raises."""
 
     def write_pages() -> list[str]:
-        if public_root is None or message.startswith(PRETEND_COMMAND):
+        pages = [f"public/{name}" for name in MISSING_PAGE.findall(prompt)]
+        if public_root is None or not pages:
             return chunks_of(COULD_NOT)
-        written = []
-        for name in MISSING_PAGE.findall(prompt):
-            public_root.mkdir(parents=True, exist_ok=True)
+        if message.startswith(PRETEND_COMMAND):
+            return chunks_of(PRETENDED.format(pages=", ".join(pages)))
+        public_root.mkdir(parents=True, exist_ok=True)
+        for page in pages:
+            name = page.removeprefix("public/")
             (public_root / name).write_text(PAGE.format(name=name), encoding="utf-8")
-            written.append(f"public/{name}")
-        return chunks_of(WROTE.format(pages=", ".join(written)) if written else COULD_NOT)
+        return chunks_of(WROTE.format(pages=", ".join(pages)))
 
     stream_reply(write, write_pages, False, chunk_delay)
 
