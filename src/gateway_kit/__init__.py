@@ -1,5 +1,6 @@
 """gateway_kit: one durable event log behind every client of an AI-agent chat server."""
 
+from .app_runs.guards import RunGuards
 from .app_runs.owned import OwnedRun, owned_run
 from .app_runs.sweeper import OwnedRunSweeper
 from .app_runs.sweeping import SweepOwnedRuns
@@ -83,6 +84,7 @@ __all__ = [
     "Run",
     "RunConflict",
     "RunError",
+    "RunGuards",
     "RunNotFound",
     "RunRoutes",
     "RunStatus",

@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from gateway_kit import EventLog
-from gateway_kit.app_runs.owned import lease_name
+from gateway_kit.app_runs.lease_names import lease_name
 from gateway_kit.coordination.leases import Lease
 from gateway_kit.coordination.tables import leases
 

@@ -12,11 +12,13 @@ ends once, whoever gets there first, and its lease is released in the same trans
 A run's events are appended only while this process holds its lease: once the lease was lost
 (the process stalled past its expiry and the run was ended or taken over elsewhere), `append`
 raises `RunError` instead.
+
+Given a gateway's `run_guards`, the run is held to its `finish_guard` plugins when the block is
+left normally, and a veto calls the app's `follow_up` for another turn (`guards.py`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -24,7 +26,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -37,11 +39,11 @@ from ..log import Event, EventLog
 from ..log.event import ERROR, FINISH, TERMINAL_TYPES
 from ..log.transaction import Transaction
 from ..settings import check_seconds
+from .guards import FollowUp, RunGuards, TurnGuards
+from .lease_names import lease_name
 
 logger = logging.getLogger("gateway_kit.runs")
 
-# Each owned run's lease is named after it; the sweeper finds them by this prefix.
-LEASE_PREFIX = "owned-run:"
 # An exception's text beyond this is cut from the run's Error.
 MAX_ERROR_CHARS = 4000
 
@@ -51,27 +53,14 @@ NOT_OPEN = "run {run_id!r} is not open: append inside `with owned_run(...) as ru
 OPENED_ONCE = "run {run_id!r} was opened already: an OwnedRun is entered once"
 OWNED_BY_ANOTHER = "stream {stream!r} belongs to another user: run {run_id!r} cannot write to it"
 OVER = "run {run_id!r} has ended: nothing more can be appended to it"
+TURN_OVER = (
+    "run {run_id!r}: the turn appended its Finish, held back for the finish guards; nothing "
+    "more can be appended to it"
+)
 LEASE_LOST = (
     "run {run_id!r}: this process lost its lease (it was not renewed in time), "
     "and the run was ended or taken over elsewhere"
 )
-
-
-def lease_name(stream: str, run_id: str) -> str:
-    return LEASE_PREFIX + json.dumps([stream, run_id], ensure_ascii=False, separators=(",", ":"))
-
-
-def owned_run_of(name: str) -> tuple[str, str] | None:
-    """The (stream, run_id) an owned run's lease is named after; None for any other lease."""
-    if not name.startswith(LEASE_PREFIX):
-        return None
-    try:
-        value = json.loads(name[len(LEASE_PREFIX) :])
-    except ValueError:
-        return None
-    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
-        return value[0], value[1]
-    return None
 
 
 def describe(exc: BaseException) -> str:
@@ -90,6 +79,11 @@ class OwnedRun:
     :param owner: the user the run is written for: made the stream's owner, unless it has
         one, before the first event (the default subscription rule lets the owner read it).
         Without it, a stream that has no owner is read by nobody (a warning says so once).
+    :param guards: the finish guards the run is held to (`Gateway.run_guards`): asked when the
+        block is left normally, unless none is loaded; then a `Finish` the block appends is
+        held back until they pass or give up.
+    :param follow_up: called with the guards' prompt, in the block's thread, when they veto: the
+        app's next turn of the run. Without it, a veto ends the run with `guard_failed` at once.
     """
 
     def __init__(
@@ -100,6 +94,8 @@ class OwnedRun:
         run_id: str | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owner: str | None = None,
+        guards: RunGuards | None = None,
+        follow_up: FollowUp | None = None,
     ) -> None:
         run_id = uuid.uuid4().hex if run_id is None else run_id
         log.check(stream=stream, type=FINISH, run_id=run_id)  # InvalidEvent, nothing written
@@ -111,6 +107,11 @@ class OwnedRun:
         self.stream = stream
         self.run_id = run_id
         self.ended: Event | None = None
+        self._guards = None
+        if guards is not None and guards.any:
+            self._guards = TurnGuards(
+                guards, follow_up, log=log, run_id=run_id, stream=stream, owner=owner
+            )
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
         self._lease = Lease(log, lease_name(stream, run_id), holder, lease_ttl)
         self._entered = False
@@ -164,15 +165,30 @@ class OwnedRun:
     ) -> None:
         if not self._open:
             return
-        self._open = False
-        self._keeper.stop()
+        if exc is None and self.ended is None and self._guards is not None and not self._lost:
+            try:  # the lease is still renewed while the guards and follow-ups take their time
+                self._guards.settle(self.append, self._end, lambda: self.ended is not None)
+            except BaseException as failure:  # a follow-up raised: the run ends with its Error
+                self._close()
+                self._end_with(failure)
+                raise
+        self._close()
         if self.ended is not None:
             return
         if exc is None:
             self._end(FINISH, {})
             return
-        # The exception of the block is what the caller must hear about: one in ending the run
-        # is only logged (the lease runs out, and a sweeper ends the run instead).
+        self._end_with(exc)
+
+    def _close(self) -> None:
+        self._open = False
+        self._keeper.stop()
+
+    def _end_with(self, exc: BaseException) -> None:
+        # The exception is what the caller must hear about: one in ending the run is only
+        # logged (the lease runs out, and a sweeper ends the run instead).
+        if self.ended is not None:
+            return
         try:
             self._end(ERROR, {"error": describe(exc)[:MAX_ERROR_CHARS]})
         except RunError as lost:
@@ -182,14 +198,22 @@ class OwnedRun:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def append(self, type: str, data: Mapping[str, Any] | None = None) -> Event:
+    def append(self, type: str, data: Mapping[str, Any] | None = None) -> Event | None:
         """Append one event of the run; a `Finish` or `Error` ends it (and releases the
         lease). `RunError` outside the block, once the run has ended, or once this process
-        has lost its lease."""
+        has lost its lease. A `Finish` of a guarded run is held back (None): the run ends
+        after the block, as its guards decide."""
         if not self._open:
             raise RunError(NOT_OPEN.format(run_id=self.run_id))
         if self.ended is not None:
             raise RunError(OVER.format(run_id=self.run_id))
+        guards = self._guards
+        if guards is not None and guards.turn_ended:
+            raise RunError(TURN_OVER.format(run_id=self.run_id))
+        if type == FINISH and guards is not None:
+            self._check_lease()
+            guards.hold(data)
+            return None
         if type in TERMINAL_TYPES:
             event = self._end(type, data)
             self._keeper.stop()
@@ -197,8 +221,11 @@ class OwnedRun:
         self._check_lease()
         return self.log.append(self.stream, type, data, run_id=self.run_id)
 
-    def _end(self, type: str, data: Mapping[str, Any] | None) -> Event:
-        """Append the terminal event and release the lease in one transaction."""
+    def _end(
+        self, type: str, data: Mapping[str, Any] | None, before: Sequence[Mapping[str, Any]] = ()
+    ) -> Event:
+        """Append the events of `before`, the terminal event, and release the lease in one
+        transaction."""
         lease = self._lease
 
         def release(transaction: Transaction, events: list[Event]) -> None:
@@ -207,7 +234,9 @@ class OwnedRun:
 
         with self._lock:  # the renewing thread waits, then sees that the run has ended
             try:
-                event = self.log.end_run(self.stream, type, data, run_id=self.run_id, also=release)
+                event = self.log.end_run(
+                    self.stream, type, data, run_id=self.run_id, before=before, also=release
+                )
             except LeaseLost:
                 self._lost = True
                 raise RunError(LEASE_LOST.format(run_id=self.run_id)) from None
@@ -256,8 +285,19 @@ def owned_run(
     run_id: str | None = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     owner: str | None = None,
+    guards: RunGuards | None = None,
+    follow_up: FollowUp | None = None,
 ) -> OwnedRun:
     """A run of `stream` this process writes, for ``with owned_run(...) as run:``: it ends with
     `Finish` when the block ends, with `Error` when it raises or when the process dies.
-    `owner` names the user the run is written for (the stream's owner unless it has one)."""
-    return OwnedRun(log, stream=stream, run_id=run_id, lease_ttl=lease_ttl, owner=owner)
+    `owner` names the user the run is written for (the stream's owner unless it has one);
+    `guards` and `follow_up` hold the run to finish guards (`OwnedRun`)."""
+    return OwnedRun(
+        log,
+        stream=stream,
+        run_id=run_id,
+        lease_ttl=lease_ttl,
+        owner=owner,
+        guards=guards,
+        follow_up=follow_up,
+    )

@@ -23,7 +23,7 @@ from ..log import Event, EventLog
 from ..log.event import ERROR
 from ..log.transaction import Transaction
 from ..settings import DEFAULT_OWNED_RUN_SWEEP_INTERVAL
-from .owned import LEASE_PREFIX, owned_run_of
+from .lease_names import LEASE_PREFIX, owned_run_of
 
 logger = logging.getLogger("gateway_kit.runs")
 

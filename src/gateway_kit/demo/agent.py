@@ -4,17 +4,26 @@ It writes goose's event names, because those are what the log will hold once run
 goose: `Message` events (an assistant reply streams as many events sharing one `message_id`,
 one chunk of text each), then `Finish`, or `Error` when the turn fails. A message starting with
 ``/fail`` makes the turn fail, to show what a failed task looks like.
+
+``/publish NAME`` and ``/pretend NAME`` show a finish guard at work: the agent says the page
+``public/NAME.html`` is published without writing it. Told by the guard what is missing (a
+follow-up turn), the first writes it under the app's ``PUBLIC_ROOT``; the second never does.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 import time
 import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 from ..exceptions import LogClosed
 from ..log.event import ERROR, FINISH
-from .tasks import EventWriter
+from .tasks import EventWriter, TaskFollowUp
 
 logger = logging.getLogger("gateway_kit.demo")
 
@@ -24,27 +33,97 @@ REPLY = (
 )
 FAIL_COMMAND = "/fail"
 FAILURE = "the fake agent was asked to fail"
+PUBLISH_COMMAND = "/publish"  # claims a page it has not written; writes it when told
+PRETEND_COMMAND = "/pretend"  # claims a page and never writes it
+PAGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+CLAIM = "Done: the page is published at public/{name}.html"
+# A missing page, as a follow-up prompt lists it: confined to PUBLIC_ROOT by its very shape.
+MISSING_PAGE = re.compile(r"^- public/([A-Za-z0-9_-]{1,64}\.html)$", re.MULTILINE)
+PAGE = (
+    "<!doctype html>\n<title>{name}</title>\n<p>Written by the fake agent when it was told.</p>\n"
+)
+WROTE = "Sorry, I had not written it. Now the page is published at {pages}."
+PRETENDED = "Done again: the page is published at {pages}."  # and still not written
+COULD_NOT = "I cannot write anything: the pages stay as they are."
 
 
 def new_message_id() -> str:
     return f"msg_{uuid.uuid4().hex}"
 
 
+def reply_text(message: str) -> str:
+    command, _, name = message.partition(" ")
+    if command in (PUBLISH_COMMAND, PRETEND_COMMAND) and PAGE_NAME.fullmatch(name.strip()):
+        return CLAIM.format(name=name.strip())
+    return REPLY.format(message=message)
+
+
+def chunks_of(text: str) -> list[str]:
+    words = text.split(" ")
+    return [word + " " for word in words[:-1]] + words[-1:]
+
+
 def reply_chunks(message: str) -> list[str]:
     """The reply to `message`, cut into the chunks it streams as (word by word)."""
-    words = REPLY.format(message=message).split(" ")
-    return [word + " " for word in words[:-1]] + words[-1:]
+    return chunks_of(reply_text(message))
 
 
 def run_turn(write: EventWriter, message: str, *, chunk_delay: float = 0.0) -> None:
     """Stream a reply to `message` through `write`; never raises."""
+    stream_reply(
+        write, lambda: reply_chunks(message), message.startswith(FAIL_COMMAND), chunk_delay
+    )
+
+
+def follow_up_turn(
+    write: EventWriter,
+    prompt: str,
+    *,
+    message: str,
+    public_root: Path | None,
+    chunk_delay: float = 0.0,
+) -> None:
+    """The turn after a finish guard's veto (`prompt` lists what is missing) of the task that
+    began with `message`: writes the missing pages under `public_root`, unless the task only
+    pretends, and says where they are published (so its last answer claims them again, as a
+    guard reading only the last answer expects); never raises."""
+
+    def write_pages() -> list[str]:
+        pages = [f"public/{name}" for name in MISSING_PAGE.findall(prompt)]
+        if public_root is None or not pages:
+            return chunks_of(COULD_NOT)
+        if message.startswith(PRETEND_COMMAND):
+            return chunks_of(PRETENDED.format(pages=", ".join(pages)))
+        public_root.mkdir(parents=True, exist_ok=True)
+        for page in pages:
+            name = page.removeprefix("public/")
+            (public_root / name).write_text(PAGE.format(name=name), encoding="utf-8")
+        return chunks_of(WROTE.format(pages=", ".join(pages)))
+
+    stream_reply(write, write_pages, False, chunk_delay)
+
+
+def task_follow_up(config: Mapping[str, Any], message: str) -> TaskFollowUp:
+    """The follow-up turns of the task that began with `message`, in an app of `config`."""
+    return functools.partial(
+        follow_up_turn,
+        message=message,
+        public_root=config["PUBLIC_ROOT"],
+        chunk_delay=config["TURN_CHUNK_DELAY"],
+    )
+
+
+def stream_reply(
+    write: EventWriter, reply: Callable[[], list[str]], fail: bool, chunk_delay: float
+) -> None:
+    """Stream the chunks `reply()` answers, then `Finish` (`Error` after one chunk when `fail`)."""
     message_id = new_message_id()
     try:
-        for chunk in reply_chunks(message):
+        for chunk in reply():
             if chunk_delay:
                 time.sleep(chunk_delay)  # so that a person watching sees it arrive
             write("Message", {"role": "assistant", "message_id": message_id, "text": chunk})
-            if message.startswith(FAIL_COMMAND):
+            if fail:
                 write(ERROR, {"error": FAILURE})
                 return
         write(FINISH, {"reason": "stop"})

@@ -5,7 +5,9 @@
   carries it, ``GET /api/csrf-token`` too): unsafe requests to the gateway send it back in
   ``X-CSRF-Token``. ``GET /login`` is the form, ``POST /logout`` forgets the user.
 - ``POST /api/tasks`` with ``{"conversation_id", "message"}`` starts a fake agent turn in a
-  background thread and answers ``{"task_id", "conversation_id", "status": "running"}``.
+  background thread and answers ``{"task_id", "conversation_id", "status": "running"}``. With
+  ``RUN_GUARDS`` (a gateway's `run_guards`), the task is held to its finish guards, and a veto
+  gets a follow-up turn (``/publish NAME``: see `gateway_kit.demo.agent`).
 - ``GET /api/tasks/<task_id>?from=<idx>`` is the poll: see `gateway_kit.demo.tasks`.
 - ``POST /api/conversations/<conversation_id>/title`` with ``{"title"}`` renames a
   conversation: an event of no run (``TitleChanged``), which every client of the conversation
@@ -48,7 +50,7 @@ from ..exceptions import DatabaseUnavailable, InvalidCredential, InvalidEvent, L
 from ..http.errors import DATABASE_UNAVAILABLE
 from ..http.unavailable import DATABASE_UNAVAILABLE_MESSAGE, RETRY_AFTER_SECONDS
 from ..identity.principal import PRINCIPAL_KEY, Principal
-from .agent import new_message_id, run_turn
+from .agent import new_message_id, run_turn, task_follow_up
 from .conversations import may_write
 from .legacy_sockets import LEGACY_SOCKETIO_PATH, LegacySocketTokens, legacy_socketio
 from .secret import configured_key, process_key
@@ -82,6 +84,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         TURN_CHUNK_DELAY=CHUNK_DELAY,
         # With EVENT_LOG, how long a task outlives its process before the gateway ends it.
         TASK_LEASE_TTL=DEFAULT_LEASE_TTL,
+        RUN_GUARDS=None,  # with EVENT_LOG, the finish guards each task is held to
+        PUBLIC_ROOT=None,  # where the fake agent writes the pages it publishes
     )
     app.config.update(config or {})
     if not app.config["SECRET_KEY"]:
@@ -256,7 +260,12 @@ def register_tasks(app: Flask) -> None:
         try:
             with contextlib.ExitStack() as stack:
                 events = task_events(
-                    task, store, app.config["EVENT_LOG"], lease_ttl=app.config["TASK_LEASE_TTL"]
+                    task,
+                    store,
+                    log,
+                    lease_ttl=app.config["TASK_LEASE_TTL"],
+                    guards=app.config["RUN_GUARDS"],
+                    follow_up=task_follow_up(app.config, message),
                 )
                 stack.enter_context(events.held)
                 # Written before answering, so the task has its first event by the time

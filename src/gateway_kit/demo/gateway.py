@@ -88,6 +88,8 @@ def build_demo(
         # The legacy clients' Socket.IO path is served by the gateway, not in Flask's threads.
         legacy_socketio_path="/" + LEGACY_SOCKETIO_PATH,
     )
+    # The tasks' runs are held to the gateway's finish guards, as its own runs are.
+    flask_app.config["RUN_GUARDS"] = gateway.run_guards
     return DemoApp(gateway, goose)
 
 

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..app_runs.guards import RunGuards
 from ..app_runs.owned import owned_run
 from ..coordination.leases import DEFAULT_LEASE_TTL
 from ..log import EventLog
@@ -30,6 +31,8 @@ STATUS_BY_TERMINAL = {FINISH: "completed", ERROR: "failed"}
 
 # write(type, data): how a task's turn records one event, wherever events are kept.
 EventWriter = Callable[[str, dict[str, Any]], None]
+# follow_up(write, prompt): the task's next turn, when a finish guard says what is missing.
+TaskFollowUp = Callable[[EventWriter, str], None]
 
 
 @dataclass
@@ -95,10 +98,17 @@ class TaskEvents:
 
 
 def task_events(
-    task: Task, store: TaskStore, log: EventLog | None, *, lease_ttl: float = DEFAULT_LEASE_TTL
+    task: Task,
+    store: TaskStore,
+    log: EventLog | None,
+    *,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    guards: RunGuards | None = None,
+    follow_up: TaskFollowUp | None = None,
 ) -> TaskEvents:
     """The task's own deque, or the log when the app has one (`InvalidEvent` when the log
-    cannot hold the task's conversation id)."""
+    cannot hold the task's conversation id). In the log, the task's run is held to `guards`
+    (a gateway's finish guards), whose vetoes `follow_up` answers with another turn."""
     if log is None:
         return TaskEvents(lambda type, data: store.append(task, type, data), nullcontext())
     # The task is a run of the conversation's stream, owned by this process: it ends when the
@@ -110,6 +120,8 @@ def task_events(
         run_id=task.task_id,
         lease_ttl=lease_ttl,
         owner=task.owner,  # the user's own conversation: the gateway lets only them read it
+        guards=guards,
+        follow_up=None if follow_up is None else lambda prompt: follow_up(write_to_run, prompt),
     )
 
     def write_to_run(type: str, data: dict[str, Any]) -> None:

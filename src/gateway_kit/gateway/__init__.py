@@ -127,7 +127,8 @@ class Gateway:
     :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
     :param lifecycle_settings: how runs end (`gateway_kit.runs.lifecycle`): how many follow-up
         turns finish guards may ask for (2 by default), how long a lifecycle hook may take,
-        and the billing outbox's timings.
+        and the billing outbox's timings. The runs the app writes are held to the same
+        guards and limits: ``owned_run(log, ..., guards=gateway.run_guards)``.
     :param pump_scan_interval: how often this process looks for sessions nobody pumps (their
         process died) and takes them over.
     :param owned_run_sweep_interval: how often this process looks for runs the app writes
@@ -260,6 +261,8 @@ class Gateway:
         self.app_middleware = services.app_middleware
         self.streams = services.streams
         self.sweeper = services.sweeper
+        # `owned_run(log, ..., guards=gateway.run_guards)`: the app's runs get these guards.
+        self.run_guards = services.guards
         self.lifecycle = None if runs is None else runs.lifecycle
         self.pumps = None if runs is None else runs.pumps
         self.runs = None if runs is None else runs.service

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..app_runs.guards import RunGuards
 from ..app_runs.sweeper import OwnedRunSweeper
 from ..hooks import PluginContext, Plugins
 from ..http.middleware import Middleware
@@ -68,6 +69,7 @@ class Services:
     tickets: SocketTickets
     streams: StreamService
     sweeper: OwnedRunSweeper
+    guards: RunGuards  # the finish guards of the runs the app writes (`owned_run`)
     runs: RunParts | None
     logins: CookieLogins | None
     sockets: SocketServer | None
@@ -224,6 +226,8 @@ def build_services(
         streams=streams,
         # Ends the runs the app writes itself whose process died: in every gateway process.
         sweeper=OwnedRunSweeper(log, interval=settings.owned_run_sweep_interval),
+        # Held to the lifecycle's limits, so an app's runs get what the gateway's do.
+        guards=RunGuards.of(plugins, lifecycle_settings or LifecycleSettings()),
         runs=runs,
         logins=logins,
         sockets=sockets,

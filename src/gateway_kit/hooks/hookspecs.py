@@ -62,7 +62,9 @@ def finish_guard(run: Any, events: Sequence[Event]) -> GuardVeto | None:
     look at files); every guard is asked, and any veto wins: the run gets a follow-up turn in
     the same goose session naming the vetoes' reasons and missing items, then the guards are
     asked again. Past the lifecycle's ``max_follow_ups`` the run gets a ``guard_failed`` event
-    and then its ``Finish``.
+    and then its ``Finish``. The runs an app writes itself are asked alike when the app's turn
+    ends (``owned_run(..., guards=gateway.run_guards, follow_up=...)``); their follow-up turn is
+    the app's.
 
     :param run: the run (``run_id``, ``stream``, ``status``, ``attempt``, ...).
     :param events: the run's events so far, oldest first (goose's ``Finish`` is among them as

@@ -1,0 +1,151 @@
+"""The finish guards of the runs an app writes itself, asked as the run lifecycle asks them.
+
+    with owned_run(log, stream=..., guards=gateway.run_guards, follow_up=another_turn) as run:
+        ...  # the app's turn
+
+When the app's turn ends (its block is left normally; a `Finish` the block appends is held back
+until then), the gateway's `finish_guard` plugins are asked, with the run and its events, in the
+plugins' lifecycle threads and within the lifecycle's `hook_timeout`; a guard that raises or
+does not answer in time is logged and counts as passing, as for the runs the gateway drives. A
+veto calls ``follow_up(prompt)`` in the app's thread: the app runs another turn of the same run,
+told exactly what is missing (`follow_up_prompt`), after a `FollowUpStarted` event; then the
+guards are asked again. Past `max_follow_ups`, or with no `follow_up` to call, the run gets a
+`guard_failed` event and a warning in the log, then its `Finish` flagged ``"guard_failed":
+true`` (`gateway_kit.runs.vetoes`, shared with the lifecycle).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..hooks import GuardVeto, Plugins
+from ..log import Event, EventLog
+from ..log.event import FINISH
+from ..runs.events import FOLLOW_UP_STARTED, GUARD_FAILED
+from ..runs.follow_ups import follow_up_prompt
+from ..runs.lifecycle_settings import LifecycleSettings
+from ..runs.model import RunStatus
+from ..runs.reading import RunEvents
+from ..runs.vetoes import flagged_finish, follow_up_started, guards_gave_up
+
+# follow_up(prompt): the app's next turn of the same run, in the thread that wrote the last.
+FollowUp = Callable[[str], None]
+# append(type, data) and end(type, data, before) of the run the guards hold.
+Append = Callable[[str, Mapping[str, Any]], object]
+End = Callable[[str, Mapping[str, Any], Sequence[Mapping[str, Any]]], object]
+
+DEFAULTS = LifecycleSettings()
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedRun:
+    """An owned run as its finish guards see it (what the hook's `run` has at least)."""
+
+    run_id: str
+    stream: str
+    attempt: int  # the app's turns so far: 1, then one more per follow-up
+    owner: str | None  # the user the run is written for, when the app named one
+    status: RunStatus = RunStatus.ACTIVE
+
+
+@dataclass(frozen=True, slots=True)
+class RunGuards:
+    """The finish guards an app's runs are held to: `plugins`' `finish_guard`s, each call
+    within `hook_timeout` seconds, and at most `max_follow_ups` follow-up turns per run.
+    `Gateway.run_guards` is its plugins with its lifecycle's settings."""
+
+    plugins: Plugins
+    max_follow_ups: int = DEFAULTS.max_follow_ups
+    hook_timeout: float = DEFAULTS.hook_timeout
+
+    def __post_init__(self) -> None:
+        LifecycleSettings(max_follow_ups=self.max_follow_ups, hook_timeout=self.hook_timeout)
+
+    @classmethod
+    def of(cls, plugins: Plugins, settings: LifecycleSettings) -> RunGuards:
+        return cls(plugins, settings.max_follow_ups, settings.hook_timeout)
+
+    @property
+    def any(self) -> bool:
+        """Whether any plugin implements `finish_guard` (else nothing is asked or held back)."""
+        return bool(self.plugins.hook.finish_guard.get_hookimpls())
+
+    def vetoes(self, run: GuardedRun, events: Sequence[Event]) -> list[GuardVeto]:
+        """Every guard's veto, asked from this (the app's) thread as the lifecycle asks them."""
+
+        def ask() -> list[GuardVeto]:
+            return asyncio.run(self.plugins.finish_guard(run, events, timeout=self.hook_timeout))
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return ask()
+        # Called on an event loop's thread: the guards get a loop of their own in another.
+        answer: list[list[GuardVeto]] = []
+        thread = threading.Thread(target=lambda: answer.append(ask()), name="gateway-kit-guards")
+        thread.start()
+        thread.join()
+        if not answer:
+            raise RuntimeError("the finish guards could not be asked")
+        return answer[0]
+
+
+class TurnGuards:
+    """The guards of one owned run: what its app's turn ended with, and its turns so far."""
+
+    def __init__(
+        self,
+        guards: RunGuards,
+        follow_up: FollowUp | None,
+        *,
+        log: EventLog,
+        run_id: str,
+        stream: str,
+        owner: str | None,
+    ) -> None:
+        self.guards = guards
+        self.follow_up = follow_up
+        self.log = log
+        self.run_id = run_id
+        self.stream = stream
+        self.owner = owner
+        self.attempt = 1
+        self.turn_ended = False  # the app's current turn appended its Finish (held back)
+        self.finish: dict[str, Any] = {}
+
+    def hold(self, data: Mapping[str, Any] | None) -> None:
+        """Hold back the `Finish` the app's turn appended: the guards decide after its block."""
+        finish = dict(data or {})
+        # Refused now, as an append of it would be, rather than when the block ends.
+        self.log.check(
+            stream=self.stream, type=FINISH, data=flagged_finish(finish), run_id=self.run_id
+        )
+        self.turn_ended, self.finish = True, finish
+
+    def settle(self, append: Append, end: End, ended: Callable[[], bool]) -> None:
+        """End the run as its guards decide, once the app's turn has ended; `ended()` says
+        whether a follow-up turn ended the run itself (with an `Error`)."""
+        follow_ups = 0
+        while True:
+            run = GuardedRun(self.run_id, self.stream, self.attempt, self.owner)
+            vetoes = self.guards.vetoes(run, RunEvents(self.log, self.run_id))
+            if not vetoes:
+                end(FINISH, self.finish, ())
+                return
+            prompt, reasons, missing = follow_up_prompt(vetoes)
+            if self.follow_up is None or follow_ups >= self.guards.max_follow_ups:
+                failed = guards_gave_up(self.run_id, reasons, missing, follow_ups)
+                before = [{"stream": self.stream, "type": GUARD_FAILED, "data": failed}]
+                end(FINISH, flagged_finish(self.finish), before)
+                return
+            follow_ups += 1
+            self.attempt += 1
+            self.turn_ended = False
+            append(FOLLOW_UP_STARTED, follow_up_started(self.attempt, reasons, missing, prompt))
+            self.follow_up(prompt)
+            if ended():
+                return

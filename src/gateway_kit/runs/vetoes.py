@@ -1,0 +1,49 @@
+"""What finish guards' vetoes write, the same for the runs the gateway drives and those an app
+writes itself (`owned_run`): the `FollowUpStarted` event of each follow-up turn and, once the
+guards have given up, the `guard_failed` event, a warning in the log, and a `Finish` whose data
+says ``"guard_failed": true`` (a client reading only a run's end never sees a plain success).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .events import GUARD_FAILED
+
+logger = logging.getLogger("gateway_kit.runs")
+
+# The key of a run's Finish data that says its guards gave up.
+GUARD_FAILED_FLAG = "guard_failed"
+GUARD_FAILED_WARNING = "run %s: finish guards still vetoed after %d follow-up(s): %s"
+
+
+def follow_up_started(
+    attempt: int, reasons: Sequence[str], missing: Sequence[str], prompt: str
+) -> dict[str, Any]:
+    """The data of the `FollowUpStarted` event of the follow-up turn numbered `attempt`."""
+    return {
+        "attempt": attempt,
+        "reasons": list(reasons),
+        "missing": list(missing),
+        "prompt": prompt,
+    }
+
+
+def guards_gave_up(
+    run_id: str, reasons: Sequence[str], missing: Sequence[str], follow_ups: int
+) -> dict[str, Any]:
+    """The data of the run's `guard_failed` event, after the warning that says so."""
+    logger.warning(GUARD_FAILED_WARNING, run_id, follow_ups, "; ".join(reasons))
+    return {
+        "type": GUARD_FAILED,
+        "reasons": list(reasons),
+        "missing": list(missing),
+        "follow_ups": follow_ups,
+    }
+
+
+def flagged_finish(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The data of the `Finish` of a run whose guards gave up: `data`, flagged."""
+    return {**data, GUARD_FAILED_FLAG: True}
