@@ -38,7 +38,17 @@ def plugins_command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-BUILT_INS = ("bearer_identity", "default_authorization", "flask_session_identity", "host_identity")
+BUILT_INS = (
+    "bearer_identity",
+    "default_authorization",
+    "flask_session_identity",
+    "host_identity",
+    "publish_guard",
+    "tool_history_recovery",
+    "transient_retry",
+    "usage_ledger",
+    "visual_fallback",
+)
 
 
 def test_a_gateways_plugins_are_listed_with_where_they_come_from(tmp_path: Path) -> None:

@@ -49,6 +49,14 @@ def test_the_built_ins_are_registered_by_this_distributions_entry_points() -> No
 
 
 BUILT_IN_RESOLVERS = ("bearer_identity", "flask_session_identity", "host_identity")
+BUILT_IN_POLICIES = (
+    "default_authorization",
+    "publish_guard",
+    "tool_history_recovery",
+    "transient_retry",
+    "usage_ledger",
+    "visual_fallback",
+)
 
 
 def gateway_kit_version() -> str:
@@ -96,7 +104,7 @@ def test_any_plugin_can_be_blocked_by_name(log: EventLog) -> None:
         allow_anonymous=True,
         log=log,
         plugins=[plugin("kept"), plugin("unwanted")],
-        block_plugins=["unwanted", *BUILT_IN_RESOLVERS, "default_authorization", "usage_ledger"],
+        block_plugins=["unwanted", *BUILT_IN_RESOLVERS, *BUILT_IN_POLICIES],
         load_entry_points=False,
     )
     assert names(gateway.plugins) == ["kept"]

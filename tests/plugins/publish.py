@@ -4,7 +4,6 @@ events to check."""
 from __future__ import annotations
 
 import itertools
-from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,17 +15,6 @@ from gateway_kit.testing import Turn
 
 NAME = "publish_guard"
 OWNER = "alice"
-
-
-def guard_plugins() -> list[object]:
-    """What to pass `Gateway(plugins=...)` for the built-in to be there: nothing once this
-    checkout's entry points are installed; before, the same class under the built-in's name."""
-    installed = {ep.name for ep in metadata.entry_points(group="gateway_kit")}
-    if NAME in installed:
-        return []
-    guard = PublishGuard()
-    guard.__name__ = NAME  # type: ignore[attr-defined]
-    return [guard]
 
 
 def template(tmp_path: Path) -> str:

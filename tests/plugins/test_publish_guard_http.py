@@ -14,7 +14,7 @@ from gateway_kit.testing import FakeGoose
 from ..serving import serve_in_thread
 from ..upstream.harness import FAST
 from ..waiting import wait_until
-from .publish import NAME, OWNER, claiming, guard_plugins, public_root, template
+from .publish import NAME, OWNER, claiming, public_root, template
 
 STREAM = "pages"
 SAYS = "The page is ready: [foxes](/MindSpace/alice/public/foxes.html)"
@@ -30,7 +30,6 @@ def test_a_run_whose_page_never_appears_ends_flagged_over_http(
         gateway = Gateway(
             log=log,
             upstream=GooseUpstream(base_url=goose_url, secret_key=fake.secret_key),
-            plugins=guard_plugins(),
             plugin_config={NAME: {"public_root": template(tmp_path)}},
             lifecycle_settings=LifecycleSettings(max_follow_ups=1),
             pump_settings=FAST,

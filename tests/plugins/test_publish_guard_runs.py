@@ -16,14 +16,13 @@ from gateway_kit.testing import FakeGoose, Turn
 from ..runs.test_lifecycle import run_types
 from ..runs.test_routes import bound_session, gateway_client, start_run, wait_status
 from ..upstream.harness import until
-from .publish import NAME, OWNER, claiming, guard_plugins, page, public_root, template
+from .publish import NAME, OWNER, claiming, page, public_root, template
 
 STREAM = "conv"  # the stream of `bound_session`
 
 
 def options(tmp_path: Path, **settings: Any) -> dict[str, Any]:
     return {
-        "plugins": guard_plugins(),
         "plugin_config": {NAME: {"public_root": template(tmp_path), **settings}},
     }
 

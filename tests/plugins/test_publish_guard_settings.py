@@ -18,7 +18,6 @@ from .publish import (
     configured,
     goose_text,
     goose_tool_call,
-    guard_plugins,
     page,
     run_events,
     template,
@@ -28,7 +27,6 @@ from .publish import (
 def gateway(log: EventLog, settings: dict[str, Any]) -> Gateway:
     return Gateway(
         log=log,
-        plugins=guard_plugins(),
         plugin_config={NAME: settings},
         allow_anonymous=True,
         load_entry_points=False,

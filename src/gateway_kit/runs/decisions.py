@@ -32,13 +32,13 @@ from .follow_ups import follow_up_prompt
 from .model import Attempt, AttemptKind, Run, RunStatus
 from .reading import RunEvents, read_all
 from .tool_overrides import without_tools
+from .vetoes import flagged_finish, follow_up_started, guards_gave_up
 
 if TYPE_CHECKING:
     from .lifecycle import RunLifecycle
 
 logger = logging.getLogger("gateway_kit.runs")
 
-GUARD_FAILED_WARNING = "run %s: finish guards still vetoed after %d follow-up(s): %s"
 RETRY_FAILED = "the recovery {kind!r} could not start: {error}"
 RECOVERY_SPENT = "run %s: recovery %r was already used (%d time(s))"
 
@@ -80,16 +80,9 @@ class RunDecisions:
         if follow_ups < self.settings.max_follow_ups:
             await self._follow_up(run, prompt, reasons, missing)
             return
-        logger.warning(GUARD_FAILED_WARNING, run.run_id, follow_ups, "; ".join(reasons))
-        failed = {
-            "type": GUARD_FAILED,
-            "reasons": reasons,
-            "missing": missing,
-            "follow_ups": follow_ups,
-        }
+        failed = guards_gave_up(run.run_id, reasons, missing, follow_ups)
         before = [{"stream": run.stream, "type": GUARD_FAILED, "data": failed}]
-        # A client that reads only the run's end must not take it for a plain success.
-        ending = {"reason": "stop", "guard_failed": True}
+        ending = flagged_finish({"reason": "stop"})
         await self.lifecycle.end_run(run, FINISH, ending, RunStatus.FINISHED, before=before)
 
     async def errored(self, run: Run, error: str) -> None:
@@ -126,7 +119,7 @@ class RunDecisions:
             await self._stopped_meanwhile(run)
             return
         run = following
-        started = {"attempt": run.attempt, "reasons": reasons, "missing": missing, "prompt": prompt}
+        started = follow_up_started(run.attempt, reasons, missing, prompt)
         await self.log.aappend(run.stream, FOLLOW_UP_STARTED, started, run_id=run.run_id)
         try:
             await self.lifecycle.reply(run.session_id, prompt, request_id)

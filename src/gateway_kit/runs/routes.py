@@ -52,6 +52,7 @@ from ..settings import (
 from ..types import ASGIApp
 from .model import Attempt, Run
 from .service import NO_RUN, RunService
+from .vetoes import GUARD_FAILED_FLAG
 
 RUN_ACTIVE = "run_active"
 RUN_NOT_FOUND = "run_not_found"
@@ -236,7 +237,7 @@ class RunRoutes(RoutesMiddleware):
         end = await service.log.arun_end(run.run_id)
         if end is None:
             return run_json(run, attempts)
-        return run_json(run, attempts, end.seq, end.data.get("guard_failed") is True)
+        return run_json(run, attempts, end.seq, end.data.get(GUARD_FAILED_FLAG) is True)
 
 
 def message_bytes(message: str) -> int:
