@@ -130,3 +130,40 @@ def test_new_output_scrolls_into_view_and_raw_events_stay_folded(demo: Server, p
     assert followed
     assert raw_folded and str(MESSAGES) in raw_count
     assert kept == 0
+
+
+def log_in(demo: Server, page: Page) -> None:
+    page.goto(f"{demo.url}/login?next=/conversations/{STREAM}")
+    page.fill("input[name=username]", "demo")
+    page.fill("input[name=password]", "demo")
+    page.click("form button")
+    page.wait_for_url(f"{demo.url}/conversations/{STREAM}")
+    page.wait_for_function("document.getElementById('state').className === 'live'")
+
+
+def test_the_page_provokes_the_guard_and_shows_its_follow_ups_and_the_flagged_end(
+    demo: Server, page: Page
+) -> None:
+    log_in(demo, page)
+    page.click("#provoke button[data-message='/pretend report']")
+    page.wait_for_function(
+        "document.getElementById('transcript').textContent.includes('guards gave up')",
+        timeout=WAIT_MS,
+    )
+    notes = page.locator("#transcript .note").all_inner_texts()
+    assert sum(note.startswith("— follow-up:") for note in notes) == 2
+    assert any("still not done" in note and "report.html" in note for note in notes)
+    assert notes[-1] == "— ended, but its guards gave up (guard_failed): not a success"
+
+
+def test_the_page_provokes_the_visual_fallback_and_shows_the_retry(
+    demo: Server, page: Page
+) -> None:
+    log_in(demo, page)
+    page.click("#provoke button[data-message='/image']")
+    page.wait_for_function(
+        "document.getElementById('transcript').textContent.includes('— done')",
+        timeout=WAIT_MS,
+    )
+    notes = page.locator("#transcript .note").all_inner_texts()
+    assert "— retrying (visual_fallback) after SESSION_VISUAL_CONTEXT_UNSUPPORTED" in notes

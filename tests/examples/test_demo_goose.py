@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -120,6 +121,60 @@ def test_a_failing_goose_run_ends_with_its_error(sqlite_url: str) -> None:
     assert events[-1]["type"] == "Error" and events[-1]["data"]["error"] == FAILURE
     assert "Finish" not in [e["type"] for e in events]  # the run stream ends at its Error
     assert tool_calls(events) == [TOOL_NAME]
+
+
+def run_and_page(client_body: str, tmp_path: Path, sqlite_url: str) -> tuple[list[Envelope], Any]:
+    """The events of one run of `client_body`, and the run as `GET /gateway/runs/{id}` shows it."""
+
+    async def body(client: httpx.AsyncClient) -> tuple[list[Envelope], Any]:
+        run_id = await start_run(client, client_body)
+        events = await run_events(client, run_id)
+        return events, (await client.get(f"/gateway/runs/{run_id}")).json()
+
+    result: tuple[list[Envelope], Any] = with_demo(
+        sqlite_url, body, typing_delay=0, public_root=tmp_path / "public"
+    )
+    return result
+
+
+def test_a_claimed_page_never_written_is_asked_for_and_written_from_the_follow_ups_call(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    events, run = run_and_page("/publish report", tmp_path, sqlite_url)
+    types = [e["type"] for e in events]
+    assert types.count("FollowUpStarted") == 1
+    follow_up = next(e for e in events if e["type"] == "FollowUpStarted")
+    assert follow_up["data"]["missing"] == [str(tmp_path / "public" / "report.html")]
+    assert tool_calls(events) == ["write_file"]  # the follow-up's, carrying the page
+    assert "guard_failed" not in types
+    assert events[-1]["type"] == "Finish" and "guard_failed" not in events[-1]["data"]
+    assert run["guard_failed"] is False
+    assert "<h1>report</h1>" in (tmp_path / "public" / "report.html").read_text()
+
+
+def test_a_page_only_pretended_ends_flagged_after_the_follow_ups(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    events, run = run_and_page("/pretend report", tmp_path, sqlite_url)
+    types = [e["type"] for e in events]
+    assert types.count("FollowUpStarted") == 2  # the lifecycle's max_follow_ups
+    failed = next(e for e in events if e["type"] == "guard_failed")
+    assert failed["data"]["missing"] == [str(tmp_path / "public" / "report.html")]
+    assert events[-1]["type"] == "Finish" and events[-1]["data"]["guard_failed"] is True
+    assert run["guard_failed"] is True
+    assert not (tmp_path / "public" / "report.html").exists()
+
+
+def test_an_image_refused_by_a_text_model_is_retried_without_the_image_tool(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    events, run = run_and_page("/image", tmp_path, sqlite_url)
+    recovery = next(e for e in events if e["type"] == "RecoveryStarted")
+    assert recovery["data"]["recovery"] == "visual_fallback"
+    assert recovery["data"]["error_class"] == "SESSION_VISUAL_CONTEXT_UNSUPPORTED"
+    assert events[-1]["type"] == "Finish"
+    assert [a.get("recovery") for a in run["attempts"]] == [None, "visual_fallback"]
+    assert tool_calls(events) == ["read_image", TOOL_NAME]  # no image read after the retry
 
 
 def test_cancel_stops_a_goose_run_that_is_typing(sqlite_url: str) -> None:

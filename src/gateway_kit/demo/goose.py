@@ -8,15 +8,25 @@ to choose, print or free, and no second server to stop: the fake's turns are tas
 loop uvicorn runs, and `SimulatedGoose.aclose` ends them when the demo stops.
 
 Every reply is a small scripted turn (`demo_turn`): a few words typed slowly, a tool call with
-its result, then the answer. A message starting with ``/fail`` ends with goose's `Error`.
+its result, then the answer. A few messages provoke the built-in policies, to watch them work:
+
+- ``/fail`` ends with goose's `Error`, which nothing recovers;
+- ``/publish NAME`` says the page ``public/NAME.html`` is published without writing it:
+  ``publish_guard`` asks for it in a follow-up turn, whose ``write_file`` call carries the page
+  (the guard writes it from that call, as it would for a real agent's lost write);
+- ``/pretend NAME`` claims the page the same way and never writes it, follow-up after follow-up,
+  until the guard gives up: ``guard_failed``, then a `Finish` flagged so;
+- ``/image`` reads a screenshot and fails as a text-only model does (`TEXT_ONLY_MODEL_ERROR`):
+  ``visual_fallback`` retries in a clean session without the image tool, from the text.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 
-from ..testing import FakeGoose, Turn
+from ..testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn
 from ..testing.sessions import DEFAULT_WORKING_DIR, SESSION_NAME, SessionRecord, new_session_id
 from ..testing.turns import message_text, new_message_id
 from ..types import JSONObject
@@ -29,6 +39,21 @@ TYPING_DELAY = 0.3  # seconds between chunks, so that a person watching sees a m
 TOOL_NAME = "count_words"
 FAIL_COMMAND = "/fail"
 FAILURE = "the simulated goose was asked to fail"
+PUBLISH_COMMAND = "/publish"  # claims a page it has not written; writes it when asked
+PRETEND_COMMAND = "/pretend"  # claims a page and never writes it
+IMAGE_COMMAND = "/image"  # reads an image, which the text-only model refuses
+PAGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# A page a follow-up prompt says is missing: a line ``- <root>/NAME.html``.
+MISSING_PAGE = re.compile(r"^- (?P<path>\S*?(?P<name>[A-Za-z0-9_-]{1,64})\.html)$", re.MULTILINE)
+CLAIM = "页面已生成 — the page is published at public/{name}.html"
+STILL_CLAIMED = "Done: the page is published at public/{name}.html"
+WRITTEN = "Sorry, I had not written it. Now public/{name}.html is saved."
+LOOKING = ("Let me look at ", "the screenshot first.")
+PAGE = (
+    '<!doctype html><html><head><meta charset="utf-8"><title>{name}</title></head>'
+    "<body><h1>{name}</h1><p>Published by the simulated goose, after a follow-up turn.</p>"
+    "</body></html>"
+)
 EMPTY = "(an empty message)"
 THINKING = ("Let me ", "count the words ", "of your message.")
 ANSWER = (
@@ -52,9 +77,65 @@ def typed(turn: Turn, chunks: Iterable[str], delay: float) -> Turn:
     return turn
 
 
-def demo_turn(user_message: JSONObject, *, typing_delay: float = TYPING_DELAY) -> Turn:
-    """What the simulated goose does for one reply (its `default_turn`)."""
+def page_name(text: str) -> str:
+    """The page a ``/publish`` or ``/pretend`` message names (``page`` when it names none)."""
+    words = text.split()
+    found = PAGE_NAME.fullmatch(words[1]) if len(words) > 1 else None
+    return found.group() if found else "page"
+
+
+def claiming_turn(name: str, delay: float) -> Turn:
+    return typed(Turn(), (CLAIM.format(name=name),), delay).usage(input_tokens=3, output_tokens=9)
+
+
+def follow_up_turn(prompt: str, pretended: set[str], delay: float) -> Turn | None:
+    """The answer to a finish guard's follow-up naming missing pages: the page written with
+    ``write_file``, or, for a page only pretended, the same claim again. None for any other
+    prompt."""
+    missing = list(MISSING_PAGE.finditer(prompt))
+    if not missing:
+        return None
+    turn = Turn()
+    for found in missing:
+        name = found["name"]
+        if name in pretended:
+            turn = typed(turn, (STILL_CLAIMED.format(name=name),), delay)
+            continue
+        page = PAGE.format(name=name)
+        turn = pause(turn, delay).tool_call(
+            "write_file", {"path": found["path"], "content": page}, result="written"
+        )
+        turn = typed(turn, (WRITTEN.format(name=name),), delay)
+    return turn
+
+
+def image_turn(delay: float) -> Turn:
+    turn = typed(Turn(), LOOKING, delay)
+    return pause(turn, delay).read_image().error(TEXT_ONLY_MODEL_ERROR)
+
+
+def demo_turn(
+    user_message: JSONObject,
+    *,
+    typing_delay: float = TYPING_DELAY,
+    pretended: set[str] | None = None,
+) -> Turn:
+    """What the simulated goose does for one reply (its `default_turn`); `pretended` holds the
+    pages ``/pretend`` claimed, which follow-ups never write."""
     text = message_text(user_message).strip() or EMPTY
+    pretended = set() if pretended is None else pretended
+    if text.startswith((PUBLISH_COMMAND, PRETEND_COMMAND)):
+        name = page_name(text)
+        if text.startswith(PRETEND_COMMAND):
+            pretended.add(name)
+        else:
+            pretended.discard(name)
+        return claiming_turn(name, typing_delay)
+    if text.startswith(IMAGE_COMMAND):
+        return image_turn(typing_delay)
+    following = follow_up_turn(text, pretended, typing_delay)
+    if following is not None:
+        return following
     words = len(text.split())
     s = "" if words == 1 else "s"
     turn = typed(Turn(), THINKING, typing_delay)
@@ -73,9 +154,12 @@ class SimulatedGoose(FakeGoose):
     def __init__(
         self, session_ids: Iterable[str] = (), *, typing_delay: float = TYPING_DELAY
     ) -> None:
+        self.pretended: set[str] = set()  # the pages /pretend claimed: never written
         super().__init__(
             secret_key=SECRET_KEY,
-            default_turn=functools.partial(demo_turn, typing_delay=typing_delay),
+            default_turn=functools.partial(
+                demo_turn, typing_delay=typing_delay, pretended=self.pretended
+            ),
         )
         # The log's streams stay bound to the sessions of an earlier run of the demo: without
         # them every later run of those conversations would fail with "session not found".
