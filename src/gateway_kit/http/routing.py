@@ -122,16 +122,31 @@ class RoutesMiddleware:
     """A part of the stack that serves the HTTP requests its `router` names and passes every
     other request, and every lifespan message, on to `app` untouched.
 
-    A part whose routes are not all under one prefix overrides `serve`."""
+    `legacy` is one more route, ``(path, endpoint)``, at a path of the legacy app's own outside
+    the prefix (``/api/socket-token``), kept for its old clients. A part whose routes are
+    placed otherwise overrides `serve`."""
 
-    def __init__(self, app: ASGIApp, router: Router) -> None:
+    def __init__(
+        self, app: ASGIApp, router: Router, *, legacy: tuple[str, Endpoint] | None = None
+    ) -> None:
         self.app = app
         self.router = router
+        self.legacy_path = legacy[0] if legacy else None
+        self.legacy = Router("", [Route(*legacy)]) if legacy else None
 
     async def serve(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve an HTTP request that is this part's own; False (nothing sent) for any other."""
         router = self.router
-        return router.owns(relative_path(scope)) and await router.handle(scope, receive, send)
+        path = relative_path(scope)
+        if router.owns(path) and await router.handle(scope, receive, send):
+            return True
+        # Every request of the app passes here: only the one legacy path is looked at further.
+        legacy = self.legacy
+        return (
+            legacy is not None
+            and path == self.legacy_path
+            and await legacy.handle(scope, receive, send)
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and await self.serve(scope, receive, send):

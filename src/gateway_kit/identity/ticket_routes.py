@@ -20,10 +20,10 @@ import hmac
 import math
 
 from ..http.errors import HTTPError, send_json
-from ..http.request import Request, relative_path
+from ..http.request import Request
 from ..http.routing import Route, Router, RoutesMiddleware
 from ..settings import DEFAULT_LEGACY_SOCKET_TOKEN_PATH, DEFAULT_PREFIX
-from ..types import ASGIApp, Receive, Scope, Send
+from ..types import ASGIApp
 from .tickets import RateLimited, SocketTickets
 
 RATE_LIMITED = "rate_limited"
@@ -53,21 +53,9 @@ class TicketRoutes(RoutesMiddleware):
         super().__init__(
             app,
             Router(prefix.rstrip("/"), [Route("/socket-tickets", self.issue, methods=("POST",))]),
+            legacy=(legacy_path, self.issue_legacy) if legacy_path else None,
         )
         self.tickets = tickets
-        self.legacy_path = legacy_path
-        self.legacy = Router("", [Route(legacy_path, self.issue_legacy)]) if legacy_path else None
-
-    async def serve(self, scope: Scope, receive: Receive, send: Send) -> bool:
-        if await super().serve(scope, receive, send):
-            return True
-        # Every request of the app passes here: only the legacy path is looked at further.
-        legacy = self.legacy
-        return (
-            legacy is not None
-            and relative_path(scope) == self.legacy_path
-            and await legacy.handle(scope, receive, send)
-        )
 
     async def _issue(self, request: Request) -> tuple[str, int]:
         principal = request.principal

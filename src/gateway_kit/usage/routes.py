@@ -26,10 +26,10 @@ import datetime as dt
 import re
 
 from ..http.errors import UNAUTHENTICATED, HTTPError, send_json
-from ..http.request import LOGIN_NEEDED, Request, relative_path
+from ..http.request import LOGIN_NEEDED, Request
 from ..http.routing import Route, Router, RoutesMiddleware
 from ..settings import DEFAULT_LEGACY_USAGE_PATH, DEFAULT_PREFIX
-from ..types import ASGIApp, Receive, Scope, Send
+from ..types import ASGIApp
 from .ledger import MAX_DAYS, UsageLedger, utc_day
 
 INVALID_RANGE = "invalid_range"
@@ -73,21 +73,12 @@ class UsageRoutes(RoutesMiddleware):
         prefix: str = DEFAULT_PREFIX,
         legacy_path: str | None = DEFAULT_LEGACY_USAGE_PATH,
     ) -> None:
-        super().__init__(app, Router(prefix.rstrip("/"), [Route("/usage", self.usage)]))
-        self.ledger = ledger
-        self.legacy_path = legacy_path
-        self.legacy = Router("", [Route(legacy_path, self.legacy_usage)]) if legacy_path else None
-
-    async def serve(self, scope: Scope, receive: Receive, send: Send) -> bool:
-        if await super().serve(scope, receive, send):
-            return True
-        # Every request of the app passes here: only the legacy path is looked at further.
-        legacy = self.legacy
-        return (
-            legacy is not None
-            and relative_path(scope) == self.legacy_path
-            and await legacy.handle(scope, receive, send)
+        super().__init__(
+            app,
+            Router(prefix.rstrip("/"), [Route("/usage", self.usage)]),
+            legacy=(legacy_path, self.legacy_usage) if legacy_path else None,
         )
+        self.ledger = ledger
 
     async def usage(self, request: Request) -> None:
         user_id = own_user(request)
