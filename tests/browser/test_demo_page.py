@@ -132,19 +132,10 @@ def test_new_output_scrolls_into_view_and_raw_events_stay_folded(demo: Server, p
     assert kept == 0
 
 
-def log_in(demo: Server, page: Page) -> None:
-    page.goto(f"{demo.url}/login?next=/conversations/{STREAM}")
-    page.fill("input[name=username]", "demo")
-    page.fill("input[name=password]", "demo")
-    page.click("form button")
-    page.wait_for_url(f"{demo.url}/conversations/{STREAM}")
-    page.wait_for_function("document.getElementById('state').className === 'live'")
-
-
 def test_the_page_provokes_the_guard_and_shows_its_follow_ups_and_the_flagged_end(
     demo: Server, page: Page
 ) -> None:
-    log_in(demo, page)
+    open_conversation(page, demo)
     page.click("#provoke button[data-message='/pretend report']")
     page.wait_for_function(
         "document.getElementById('transcript').textContent.includes('guards gave up')",
@@ -159,7 +150,7 @@ def test_the_page_provokes_the_guard_and_shows_its_follow_ups_and_the_flagged_en
 def test_the_page_provokes_the_visual_fallback_and_shows_the_retry(
     demo: Server, page: Page
 ) -> None:
-    log_in(demo, page)
+    open_conversation(page, demo)
     page.click("#provoke button[data-message='/image']")
     page.wait_for_function(
         "document.getElementById('transcript').textContent.includes('— done')",
