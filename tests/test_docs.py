@@ -63,6 +63,8 @@ def names_of(block: str) -> tuple[set[str], set[str]]:
             bound.add(node.name)
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)  # `except ValueError as exc`
     return bound, read
 
 

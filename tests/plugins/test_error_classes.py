@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
+from gateway_kit_plugins import tool_history_recovery
 from gateway_kit_plugins.tool_history_recovery import TOOL_HISTORY_CLASS, ToolHistoryRecovery
 from gateway_kit_plugins.transient_retry import TRANSIENT_CLASS, TransientRetry
 from gateway_kit_plugins.visual_fallback import VISUAL_CLASS, VisualFallback
@@ -239,3 +241,10 @@ def test_the_fake_gooses_extensions_and_tools_have_gooses_shapes() -> None:
     for info in tools.json():
         tool.validate(info)
     assert "developer__read_image" in {t["name"] for t in tools.json()}
+
+
+def test_the_plugins_doc_shows_tool_history_recoverys_real_code() -> None:
+    source = Path(tool_history_recovery.__file__).read_text(encoding="utf-8")
+    code = source[source.index("from __future__") :]
+    doc = Path(__file__).parents[2] / "docs" / "plugins.md"
+    assert f"```python\n{code}```" in doc.read_text(encoding="utf-8")

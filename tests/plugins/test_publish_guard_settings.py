@@ -1,5 +1,6 @@
 """The publish guard's settings: off until `public_root` is set, and settings that cannot work
-stop the gateway's start-up naming the plugin; and which texts it takes for claims."""
+stop the gateway's start-up naming the plugin; which texts it takes for claims; and the code
+docs/plugins.md shows of it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gateway_kit_plugins import publish_guard
 from gateway_kit_plugins.publish_guard.claims import claimed_pages
 from gateway_kit_plugins.publish_guard.settings import CLAIM_PHRASES
 
@@ -148,3 +150,10 @@ def test_only_write_calls_are_materialized(sqlite_url: str, tmp_path: Path) -> N
         assert guard.finish_guard(run, events) is None  # nothing claimed: no veto either
     assert sorted(p.name for p in root.iterdir()) == ["a.html", "b.html"]
     assert (root / "b.html").read_text() == "b"
+
+
+def test_the_plugins_doc_shows_the_guards_real_code_down_to_finish_guard() -> None:
+    source = Path(publish_guard.__file__).read_text(encoding="utf-8")
+    code = source[source.index("from __future__") : source.index("    def root(")].rstrip()
+    doc = Path(__file__).parents[2] / "docs" / "plugins.md"
+    assert f"```python\n{code}\n```" in doc.read_text(encoding="utf-8")

@@ -236,3 +236,26 @@ def test_a_turn_cannot_go_on_after_an_error() -> None:
         Turn().error("boom").text("more")
     with pytest.raises(ValueError):
         Turn().text()
+
+
+def test_script_next_session_scripts_the_sessions_agent_start_makes_in_order() -> None:
+    async def main() -> list[list[str]]:
+        fake = FakeGoose(ping_interval=FAST_PINGS)
+        fake.script_next_session(Turn().text("one"), Turn().text("two"))
+        fake.script_next_session(Turn().text("clean"))
+        conversations = []
+        async with fake.client() as client:
+            for replies in (("a", "b", "c"), ("d", "e"), ("f",)):
+                started = await client.post("/agent/start", json={"working_dir": "/tmp"})
+                session_id = started.json()["id"]
+                for text in replies:
+                    await start_reply(client, session_id, text)
+                    await fake.wait_idle()
+                texts = [m["content"][0]["text"] for m in fake.conversation(session_id)]
+                conversations.append(texts)
+        return conversations
+
+    first, second, third = asyncio.run(main())
+    assert first == ["a", "one", "b", "two", "c", "c"]
+    assert second == ["d", "clean", "e", "e"]
+    assert third == ["f", "f"]  # no script left: the echo

@@ -8,10 +8,14 @@ Example::
     with respx.mock() as router:
         fake.mock(router, base_url="http://goose.test")  # streams, unlike respx's ASGI handler
         ...  # point the gateway's GooseUpstream at http://goose.test
+
+Or without respx: ``GooseUpstream(secret_key=fake.secret_key, client=fake.client())``, and the
+gateway itself served in-process with its lifespan by ``async with asgi_client(gateway)``.
 """
 
 from __future__ import annotations
 
+from .asgi_client import asgi_client
 from .bus import TOO_FAR_BEHIND_ERROR
 from .fake_goose import DEFAULT_BASE_URL, FakeGoose
 from .fake_state import DEFAULT_SECRET_KEY
@@ -32,6 +36,7 @@ __all__ = [
     "ReplyCall",
     "StreamingASGITransport",
     "Turn",
+    "asgi_client",
     "echo_turn",
     "goose_openapi",
     "goose_validator",

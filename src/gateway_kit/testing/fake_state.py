@@ -45,6 +45,7 @@ class FakeGooseState:
         self.sessions: dict[str, SessionRecord] = {}
         self._buses: dict[str, SessionBus] = {}
         self._scripts: dict[str, deque[Turn]] = {}
+        self._next_sessions: deque[tuple[Turn, ...]] = deque()  # for sessions not made yet
         self._refusals: dict[str, deque[Reject]] = {}
         self._turn_tasks: set[asyncio.Task[None]] = set()
         self._turn_failures: list[BaseException] = []
@@ -68,6 +69,8 @@ class FakeGooseState:
         session = SessionRecord(new_session_id(), working_dir=working_dir, name=name)
         session.extensions = chosen
         self.sessions[session.id] = session
+        if self._next_sessions:
+            self.script(session.id, *self._next_sessions.popleft())
         return session.id
 
     def refuse_replies(
@@ -81,6 +84,13 @@ class FakeGooseState:
     def script(self, session_id: str, *turns: Turn) -> None:
         """Queue what the next replies of the session do; unscripted replies echo."""
         self._scripts.setdefault(session_id, deque()).extend(turns)
+
+    def script_next_session(self, *turns: Turn) -> None:
+        """Queue what the replies of a session not made yet do: the session a gateway's run
+        starts with `POST /agent/start` (or `create_session`), whose id a test cannot know
+        beforehand. Each call scripts one session, in the order they are made: a second call
+        scripts the session made after that one (a recovery's clean session, say)."""
+        self._next_sessions.append(turns)
 
     def conversation(self, session_id: str) -> list[JSONObject]:
         """The session's stored history (a copy): streamed chunks merged, as goose keeps it."""
