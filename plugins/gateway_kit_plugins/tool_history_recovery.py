@@ -28,7 +28,7 @@ from gateway_kit.hooks import PluginContext
 from gateway_kit.log import EventLog
 
 from .settings import check_known, flag
-from .visible_text import visible_text
+from .visible_text import text_only_session
 
 TOOL_HISTORY_CLASS = "SESSION_TOOL_HISTORY_INVALID"
 KIND = "tool_history_recovery"
@@ -79,13 +79,5 @@ class ToolHistoryRecovery:
     def plan_recovery(self, error_class: str, run: Any) -> RecoveryPlan | None:
         if not self.enabled or error_class != TOOL_HISTORY_CLASS:
             return None
-        context = (
-            [] if self.log is None else visible_text(self.log, run.stream, leave_out_run=run.run_id)
-        )
-        return RecoveryPlan(
-            KIND,
-            clean_session=True,
-            context=context,
-            instructions=INSTRUCTIONS.format(message=run.message),
-            drop_tools=(),  # the failed session's extensions, every tool kept
-        )
+        # The failed session's extensions, every tool kept: only the history was wrong.
+        return text_only_session(KIND, self.log, run, INSTRUCTIONS, drop_tools=())

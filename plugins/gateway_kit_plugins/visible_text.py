@@ -15,6 +15,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from gateway_kit import RecoveryPlan
 from gateway_kit.log import Event, EventLog
 from gateway_kit.runs.events import RUN_STARTED
 
@@ -54,6 +55,22 @@ def visible_text(
             break
         after = batch[-1].seq
     return _messages(list(texts.values()), max_chars)
+
+
+def text_only_session(
+    kind: str, log: EventLog | None, run: Any, instructions: str, drop_tools: tuple[str, ...]
+) -> RecoveryPlan:
+    """A recovery of `kind` in a clean goose session that starts from the conversation's
+    visible text (not the failed run's own message: `instructions` carry the task), with the
+    failed session's extensions less `drop_tools`."""
+    context = [] if log is None else visible_text(log, run.stream, leave_out_run=run.run_id)
+    return RecoveryPlan(
+        kind,
+        clean_session=True,
+        context=context,
+        instructions=instructions.format(message=run.message),
+        drop_tools=drop_tools,
+    )
 
 
 def _visible(event: Event, leave_out_run: str | None) -> tuple[str, str, str] | None:

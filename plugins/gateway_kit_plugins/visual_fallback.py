@@ -29,7 +29,7 @@ from gateway_kit.hooks import PluginContext
 from gateway_kit.log import EventLog
 
 from .settings import check_known, flag, word
-from .visible_text import visible_text
+from .visible_text import text_only_session
 
 VISUAL_CLASS = "SESSION_VISUAL_CONTEXT_UNSUPPORTED"
 KIND = "visual_fallback"
@@ -72,13 +72,4 @@ class VisualFallback:
     def plan_recovery(self, error_class: str, run: Any) -> RecoveryPlan | None:
         if not self.enabled or error_class != VISUAL_CLASS:
             return None
-        context = (
-            [] if self.log is None else visible_text(self.log, run.stream, leave_out_run=run.run_id)
-        )
-        return RecoveryPlan(
-            KIND,
-            clean_session=True,
-            context=context,
-            instructions=INSTRUCTIONS.format(message=run.message),
-            drop_tools=(self.image_tool,),
-        )
+        return text_only_session(KIND, self.log, run, INSTRUCTIONS, drop_tools=(self.image_tool,))
