@@ -10,6 +10,7 @@ import json
 from gateway_kit import Event, EventLog, ToolCall, final_assistant_text, owned_run, tool_calls
 from gateway_kit.testing import FakeGoose, Turn
 
+from ..waiting import settled
 from .test_routes import bound_session, gateway_client, start_run, wait_status
 
 
@@ -76,6 +77,7 @@ def test_an_apps_own_flat_messages_are_merged_by_message_id(log: EventLog) -> No
     with owned_run(log, stream="conversation", run_id="task-2") as run:
         say("m_user_2", "only a question", role="user")
 
+    settled(log)
     events = list(log.read(run_id="task-1"))
     assert final_assistant_text(events) == "Done: the page is published at public/report.html"
     first = [e for e in events if e.data.get("message_id") == "m_1"]
