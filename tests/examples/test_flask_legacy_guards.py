@@ -1,6 +1,7 @@
-"""The example's legacy tasks held to the gateway's finish guards, over real HTTP: a task whose
-agent claims a page it has not written gets a follow-up turn told exactly what is missing, and
-one whose page never comes ends flagged ``guard_failed``; the legacy poll shows both."""
+"""The example's legacy tasks held to the built-in ``publish_guard``, over real HTTP: a task
+whose agent claims a page it has not written gets a follow-up turn told exactly which file is
+missing in the user's public folder, and one whose page never comes ends flagged
+``guard_failed``; the legacy poll shows both."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
+from gateway_kit_plugins.publish_guard import MISSING
 
 from gateway_kit.demo.agent import reply_chunks
 
 from ..serving import serve_in_thread
 from .test_flask_legacy import EXAMPLE, Answer, log_in, poll_until_done, start_task, transcript
+
+USER = "demo"  # who `log_in` logs in: the conversation's owner, whose folder the guard checks
+NOT_THERE = MISSING.format(tool="write_file")  # the built-in guard's reason
 
 
 @pytest.fixture
@@ -56,16 +61,17 @@ def events(answers: list[Answer]) -> list[tuple[str, dict[str, Any]]]:
 def test_a_page_claimed_and_not_written_is_asked_for_then_written(
     example: ModuleType, tmp_path: Path
 ) -> None:
+    page = tmp_path / "public" / USER / "report.html"
     answers = run_task(example, "/publish report")
     assert answers[-1]["status"] == "completed"
     got = events(answers)
     types = [type for type, _ in got]
     assert types.count("FollowUpStarted") == 1 and "guard_failed" not in types
     [started] = [data for type, data in got if type == "FollowUpStarted"]
-    assert started["missing"] == ["public/report.html"]
-    assert "- public/report.html" in started["prompt"]
+    assert started["reasons"] == [NOT_THERE] and started["missing"] == [str(page)]
+    assert f"- {page}\n" in started["prompt"]
     assert got[-1] == ("Finish", {"reason": "stop"})  # a plain success: the page is there
-    assert (tmp_path / "public" / "report.html").is_file()
+    assert page.is_file()
 
 
 def test_a_page_that_never_comes_ends_the_task_flagged_after_two_follow_ups(
@@ -79,8 +85,8 @@ def test_a_page_that_never_comes_ends_the_task_flagged_after_two_follow_ups(
         "guard_failed",
         {
             "type": "guard_failed",
-            "reasons": ["the agent said it published pages that are not there"],
-            "missing": ["public/report.html"],
+            "reasons": [NOT_THERE],
+            "missing": [str(tmp_path / "public" / USER / "report.html")],
             "follow_ups": 2,
         },
     )
@@ -88,8 +94,13 @@ def test_a_page_that_never_comes_ends_the_task_flagged_after_two_follow_ups(
     assert not (tmp_path / "public").exists()
 
 
-def test_a_task_that_claims_nothing_is_untouched_by_the_guard(example: ModuleType) -> None:
+def test_a_task_that_claims_nothing_is_untouched_by_the_guard(
+    example: ModuleType, tmp_path: Path
+) -> None:
     answers = run_task(example, "hello there")
-    chunks = [data["text"] for type, data in events(answers) if type == "Message"][1:]
+    got = events(answers)
+    chunks = [data["text"] for type, data in got if type == "Message"][1:]
     assert chunks == reply_chunks("hello there")
-    assert events(answers)[-1] == ("Finish", {"reason": "stop"})
+    assert [type for type, _ in got if type in ("FollowUpStarted", "guard_failed")] == []
+    assert got[-1] == ("Finish", {"reason": "stop"})
+    assert not (tmp_path / "public").exists()

@@ -1,14 +1,16 @@
 """`final_assistant_text` and `tool_calls` on a run's events as the log keeps them, through the
-fake goose: chunks merged by goose's message id, tool calls with their responses' status."""
+fake goose: chunks merged by goose's message id, tool calls with their responses' status; and
+the flat `Message` events an app writes itself through `owned_run`, read the same way."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
-from gateway_kit import Event, ToolCall, final_assistant_text, tool_calls
+from gateway_kit import Event, EventLog, ToolCall, final_assistant_text, owned_run, tool_calls
 from gateway_kit.testing import FakeGoose, Turn
 
+from ..waiting import settled
 from .test_routes import bound_session, gateway_client, start_run, wait_status
 
 
@@ -61,3 +63,24 @@ def test_a_request_without_its_response_has_no_status() -> None:
     }
     event = Event(1, "s", 1, "r", "Message", json.dumps(request), "1", 0.0)
     assert tool_calls([event]) == [ToolCall("d", "w", {}, None)]
+
+
+def test_an_apps_own_flat_messages_are_merged_by_message_id(log: EventLog) -> None:
+    def say(message_id: str, *chunks: str, role: str = "assistant") -> None:
+        for chunk in chunks:
+            run.append("Message", {"role": role, "message_id": message_id, "text": chunk})
+
+    with owned_run(log, stream="conversation", run_id="task-1") as run:
+        say("m_user", "make the report", role="user")
+        say("m_1", "Working ", "on it.")
+        say("m_2", "Done: the page ", "is published at ", "public/report.html")
+    with owned_run(log, stream="conversation", run_id="task-2") as run:
+        say("m_user_2", "only a question", role="user")
+
+    settled(log)
+    events = list(log.read(run_id="task-1"))
+    assert final_assistant_text(events) == "Done: the page is published at public/report.html"
+    first = [e for e in events if e.data.get("message_id") == "m_1"]
+    assert final_assistant_text(first) == "Working on it."
+    assert tool_calls(events) == []  # an app's flat messages carry no tool calls
+    assert final_assistant_text(list(log.read(run_id="task-2"))) == ""  # the user's text is not

@@ -1,8 +1,9 @@
 """The fake-delivery guard: a run that says a page is published must have published it.
 
 Agents answer "页面已生成 / the page is published at …/public/x.html" without having written the
-file, or write the HTML and not the images it shows. After goose's ``Finish`` this
-`finish_guard` reads what each turn of the run ended by saying (`final_assistant_text`), finds
+file, or write the HTML and not the images it shows. After goose's ``Finish`` (or the end of
+an app's own turn, `owned_run`) this `finish_guard` reads what each turn of the run ended by
+saying (`final_assistant_text`: goose's messages and an app's flat ones alike), finds
 the pages it claims (`claims.py`), writes the files the run's own write tool calls carried under
 a ``public/`` segment when they are not on disk (`tool_calls`), and requires every claimed page
 to be there, no smaller than a stub, with every local image, stylesheet and script it references

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gateway_kit import Event, final_assistant_text, tool_calls
-from gateway_kit.runs.events import UPSTREAM_FINISH
+from gateway_kit.runs.events import FOLLOW_UP_STARTED, UPSTREAM_FINISH
 
 from .assets import page_assets
 from .claims import Refused, under_public
@@ -30,12 +30,18 @@ class Findings:
     refused: list[Refused] = field(default_factory=list)
 
 
+# Where one turn of a run ends: goose's `Finish` of the gateway's runs; an app's own runs
+# (`owned_run`) hold their `Finish` back, and their next turn starts after a `FollowUpStarted`.
+TURN_ENDS = frozenset({UPSTREAM_FINISH, FOLLOW_UP_STARTED})
+
+
 def answers(events: Sequence[Event]) -> list[str]:
-    """The final text of each goose request of the run: what each turn ended by saying (a
-    follow-up's "done" does not take back what the turn before it claimed)."""
+    """The final text of each turn of the run (each goose request, each app turn): what each
+    turn ended by saying (a follow-up's "done" does not take back what the turn before it
+    claimed)."""
     texts, start = [], 0
     for index, event in enumerate(events):
-        if event.type == UPSTREAM_FINISH:
+        if event.type in TURN_ENDS:
             texts.append(final_assistant_text(events[start:index]))
             start = index + 1
     texts.append(final_assistant_text(events[start:]))

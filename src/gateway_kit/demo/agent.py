@@ -5,9 +5,11 @@ goose: `Message` events (an assistant reply streams as many events sharing one `
 one chunk of text each), then `Finish`, or `Error` when the turn fails. A message starting with
 ``/fail`` makes the turn fail, to show what a failed task looks like.
 
-``/publish NAME`` and ``/pretend NAME`` show a finish guard at work: the agent says the page
-``public/NAME.html`` is published without writing it. Told by the guard what is missing (a
-follow-up turn), the first writes it under the app's ``PUBLIC_ROOT``; the second never does.
+``/publish NAME`` and ``/pretend NAME`` show a finish guard at work (the built-in
+``publish_guard``): the agent says the page ``public/NAME.html`` is published without writing
+it. Told by the guard what is missing (a follow-up turn), the first writes it in the user's
+public folder, the app's ``PUBLIC_ROOT`` with ``{user_id}`` filled (the same template as the
+guard's ``public_root``); the second never does.
 """
 
 from __future__ import annotations
@@ -37,8 +39,11 @@ PUBLISH_COMMAND = "/publish"  # claims a page it has not written; writes it when
 PRETEND_COMMAND = "/pretend"  # claims a page and never writes it
 PAGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 CLAIM = "Done: the page is published at public/{name}.html"
-# A missing page, as a follow-up prompt lists it: confined to PUBLIC_ROOT by its very shape.
-MISSING_PAGE = re.compile(r"^- public/([A-Za-z0-9_-]{1,64}\.html)$", re.MULTILINE)
+# An item a follow-up prompt lists as missing; the agent writes only a page right in the
+# user's public folder, confined to it by the page name's very shape.
+MISSING_ITEM = re.compile(r"^- (.+)$", re.MULTILINE)
+PAGE_FILE = re.compile(r"[A-Za-z0-9_-]{1,64}\.html")
+USER_ID = "{user_id}"
 PAGE = (
     "<!doctype html>\n<title>{name}</title>\n<p>Written by the fake agent when it was told.</p>\n"
 )
@@ -75,40 +80,62 @@ def run_turn(write: EventWriter, message: str, *, chunk_delay: float = 0.0) -> N
     )
 
 
+def public_folder(template: str | None, user: str) -> Path | None:
+    """`user`'s public folder: `template` with ``{user_id}`` filled; None without a template
+    or for a user id that is not one plain path segment."""
+    if template is None or not user or user in (".", "..") or any(c in user for c in "/\\\x00"):
+        return None
+    return Path(template.replace(USER_ID, user))
+
+
+def missing_pages(prompt: str, folder: Path) -> list[str]:
+    """The names of the pages `prompt` lists as missing right in `folder`, each once."""
+    prefix = f"{folder}/"
+    names: list[str] = []
+    for item in MISSING_ITEM.findall(prompt):
+        name = item.strip().removeprefix(prefix)
+        if item.strip().startswith(prefix) and PAGE_FILE.fullmatch(name) and name not in names:
+            names.append(name)
+    return names
+
+
 def follow_up_turn(
     write: EventWriter,
     prompt: str,
     *,
     message: str,
-    public_root: Path | None,
+    public_root: str | None,
+    user: str,
     chunk_delay: float = 0.0,
 ) -> None:
-    """The turn after a finish guard's veto (`prompt` lists what is missing) of the task that
-    began with `message`: writes the missing pages under `public_root`, unless the task only
-    pretends, and says where they are published (so its last answer claims them again, as a
-    guard reading only the last answer expects); never raises."""
+    """The turn after a finish guard's veto (`prompt` lists what is missing) of `user`'s task
+    that began with `message`: writes the missing pages in the user's public folder (the
+    `public_root` template filled), unless the task only pretends, and says where they are
+    published (so its last answer claims them again); never raises."""
 
     def write_pages() -> list[str]:
-        pages = [f"public/{name}" for name in MISSING_PAGE.findall(prompt)]
-        if public_root is None or not pages:
+        folder = public_folder(public_root, user)
+        names = [] if folder is None else missing_pages(prompt, folder)
+        if folder is None or not names:
             return chunks_of(COULD_NOT)
+        pages = ", ".join(f"public/{name}" for name in names)
         if message.startswith(PRETEND_COMMAND):
-            return chunks_of(PRETENDED.format(pages=", ".join(pages)))
-        public_root.mkdir(parents=True, exist_ok=True)
-        for page in pages:
-            name = page.removeprefix("public/")
-            (public_root / name).write_text(PAGE.format(name=name), encoding="utf-8")
-        return chunks_of(WROTE.format(pages=", ".join(pages)))
+            return chunks_of(PRETENDED.format(pages=pages))
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (folder / name).write_text(PAGE.format(name=name), encoding="utf-8")
+        return chunks_of(WROTE.format(pages=pages))
 
     stream_reply(write, write_pages, False, chunk_delay)
 
 
-def task_follow_up(config: Mapping[str, Any], message: str) -> TaskFollowUp:
-    """The follow-up turns of the task that began with `message`, in an app of `config`."""
+def task_follow_up(config: Mapping[str, Any], message: str, user: str) -> TaskFollowUp:
+    """The follow-up turns of `user`'s task that began with `message`, in an app of `config`."""
     return functools.partial(
         follow_up_turn,
         message=message,
         public_root=config["PUBLIC_ROOT"],
+        user=user,
         chunk_delay=config["TURN_CHUNK_DELAY"],
     )
 

@@ -85,7 +85,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         # With EVENT_LOG, how long a task outlives its process before the gateway ends it.
         TASK_LEASE_TTL=DEFAULT_LEASE_TTL,
         RUN_GUARDS=None,  # with EVENT_LOG, the finish guards each task is held to
-        PUBLIC_ROOT=None,  # where the fake agent writes the pages it publishes
+        # Where the fake agent writes the pages it publishes: a path with {user_id}, as the
+        # gateway's publish_guard `public_root` (see `gateway_kit.demo.agent`).
+        PUBLIC_ROOT=None,
     )
     app.config.update(config or {})
     if not app.config["SECRET_KEY"]:
@@ -265,7 +267,7 @@ def register_tasks(app: Flask) -> None:
                     log,
                     lease_ttl=app.config["TASK_LEASE_TTL"],
                     guards=app.config["RUN_GUARDS"],
-                    follow_up=task_follow_up(app.config, message),
+                    follow_up=task_follow_up(app.config, message, user),
                 )
                 stack.enter_context(events.held)
                 # Written before answering, so the task has its first event by the time

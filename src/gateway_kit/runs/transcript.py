@@ -7,6 +7,10 @@ each with one more chunk (UPSTREAM-GOOSE.md); readers merge the chunks by id. A 
 message (``toolResult``: ``{"status", "value": {"content", "isError"}}``). The log keeps each
 goose event's JSON as goose sent it, so ``event.data["message"]`` is goose's ``Message``.
 
+The text helpers also read the ``Message`` events an app writes itself (`owned_run`), flat:
+``{"role", "message_id", "text"}``, one chunk of text each, the chunks of one reply sharing its
+``message_id``; such events carry no tool calls.
+
 A goose event too large for the log is kept as ``PayloadDropped`` (`gateway_kit.runs.events`):
 its text and tool calls are not in the log, and these helpers do not see them.
 """
@@ -50,6 +54,22 @@ def _message(event: Event) -> Mapping[str, Any] | None:
     return message if isinstance(message, Mapping) else None
 
 
+def _text_chunks(event: Event) -> tuple[str | None, object, list[str]] | None:
+    """(role, message id, text chunks) of a ``Message`` event, goose's or an app's flat one."""
+    message = _message(event)
+    if message is not None:
+        chunks = [
+            item["text"]
+            for item in _contents(message)
+            if item.get("type") == "text" and isinstance(item.get("text"), str)
+        ]
+        return message.get("role"), message.get("id"), chunks
+    data = event.data if event.type == MESSAGE else {}
+    if isinstance(data.get("role"), str) and isinstance(data.get("text"), str):
+        return data["role"], data.get("message_id"), [data["text"]]
+    return None
+
+
 def _contents(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     content = message.get("content")
     if not isinstance(content, list):
@@ -59,24 +79,27 @@ def _contents(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
 
 def assistant_texts(events: Iterable[Event]) -> list[str]:
     """The text of each assistant message, its chunks merged by message id, in the order the
-    messages began; messages without text are left out."""
+    messages began; messages without text are left out. goose's ``Message`` events and an
+    app's flat ones are read alike."""
     texts: dict[object, list[str]] = {}
     for position, event in enumerate(events):
-        message = _message(event)
-        if message is None or message.get("role") != ASSISTANT:
+        found = _text_chunks(event)
+        if found is None or found[0] != ASSISTANT:
             continue
-        message_id = message.get("id")
+        _, message_id, chunks = found
         key = message_id if isinstance(message_id, str) else ("no id", position)
-        chunks = texts.setdefault(key, [])
-        for item in _contents(message):
-            if item.get("type") == "text" and isinstance(item.get("text"), str):
-                chunks.append(item["text"])
+        texts.setdefault(key, []).extend(chunks)
     return [text for text in ("".join(chunks) for chunks in texts.values()) if text]
 
 
 def final_assistant_text(events: Iterable[Event]) -> str:
     """The assistant's last text of `events` (its chunks merged by message id): the answer a
-    user read when the turn ended; "" when the assistant wrote no text."""
+    user read when the turn ended; "" when the assistant wrote no text.
+
+    It reads goose's ``Message`` events (``data["message"]``, text contents) and the flat ones
+    an app writes through `owned_run` (``{"role": "assistant", "message_id", "text"}``, one
+    chunk each), so a guard reads an app's runs as it reads goose's.
+    """
     texts = assistant_texts(events)
     return texts[-1] if texts else ""
 
