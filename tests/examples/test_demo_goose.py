@@ -132,7 +132,7 @@ def run_and_page(client_body: str, tmp_path: Path, sqlite_url: str) -> tuple[lis
         return events, (await client.get(f"/gateway/runs/{run_id}")).json()
 
     result: tuple[list[Envelope], Any] = with_demo(
-        sqlite_url, body, typing_delay=0, public_root=tmp_path / "public"
+        sqlite_url, body, typing_delay=0, public_root=f"{tmp_path}/{{user_id}}/public"
     )
     return result
 
@@ -144,12 +144,12 @@ def test_a_claimed_page_never_written_is_asked_for_and_written_from_the_follow_u
     types = [e["type"] for e in events]
     assert types.count("FollowUpStarted") == 1
     follow_up = next(e for e in events if e["type"] == "FollowUpStarted")
-    assert follow_up["data"]["missing"] == [str(tmp_path / "public" / "report.html")]
+    assert follow_up["data"]["missing"] == [str(tmp_path / "demo" / "public" / "report.html")]
     assert tool_calls(events) == ["write_file"]  # the follow-up's, carrying the page
     assert "guard_failed" not in types
     assert events[-1]["type"] == "Finish" and "guard_failed" not in events[-1]["data"]
     assert run["guard_failed"] is False
-    assert "<h1>report</h1>" in (tmp_path / "public" / "report.html").read_text()
+    assert "<h1>report</h1>" in (tmp_path / "demo" / "public" / "report.html").read_text()
 
 
 def test_a_page_only_pretended_ends_flagged_after_the_follow_ups(
@@ -159,10 +159,10 @@ def test_a_page_only_pretended_ends_flagged_after_the_follow_ups(
     types = [e["type"] for e in events]
     assert types.count("FollowUpStarted") == 2  # the lifecycle's max_follow_ups
     failed = next(e for e in events if e["type"] == "guard_failed")
-    assert failed["data"]["missing"] == [str(tmp_path / "public" / "report.html")]
+    assert failed["data"]["missing"] == [str(tmp_path / "demo" / "public" / "report.html")]
     assert events[-1]["type"] == "Finish" and events[-1]["data"]["guard_failed"] is True
     assert run["guard_failed"] is True
-    assert not (tmp_path / "public" / "report.html").exists()
+    assert not (tmp_path / "demo" / "public" / "report.html").exists()
 
 
 def test_an_image_refused_by_a_text_model_is_retried_without_the_image_tool(

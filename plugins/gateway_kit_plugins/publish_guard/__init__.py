@@ -90,6 +90,16 @@ class PublishGuard:
         except ValueError as exc:
             logger.warning(NO_ROOT, run.run_id, exc)
             return None
+        if not os.path.isdir(shown):
+            if not writes:  # a user's first claim: the pages are missing, not out of bounds
+                self._refused(run, refused, shown)
+                return GuardVeto(
+                    MISSING.format(tool=settings.tool_name),
+                    missing=[PublicRoot(shown).path(page) for page in pages],
+                )
+            # The run's own writes go to a root not made yet: it is under the template's
+            # fixed part (checked above), so it is made, as the agent's write tool would.
+            os.makedirs(shown, exist_ok=True)
         with PublicRoot(shown) as root:
             found = check(root, pages, writes, settings.min_bytes, self.known)
         if found.materialized:

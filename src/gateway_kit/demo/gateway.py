@@ -56,15 +56,16 @@ def bound_session_ids(log: EventLog) -> list[str]:
     return [row.session_id for row in log.tables.select(sa.select(sessions.c.session_id))]
 
 
-def demo_public_root(db_url: str) -> Path:
-    """Where the demo's agents publish pages: beside its SQLite file, else in the temp dir.
-    The folder is named ``public``, as the paths agents write are (``…/public/NAME.html``)."""
+def demo_public_root(db_url: str) -> str:
+    """Where the demo's agents publish pages, a folder per user (``{user_id}`` is filled per
+    run): beside its SQLite file, else in the temp dir. Each user's folder is named ``public``,
+    as the paths agents write are (``…/public/NAME.html``)."""
     url = sa.engine.make_url(db_url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         folder = Path(url.database).resolve().parent
     else:
         folder = Path(tempfile.gettempdir())
-    return folder / "gateway-demo-pages" / "public"
+    return str(folder / "gateway-demo-pages" / "{user_id}" / "public")
 
 
 def build_demo(
@@ -74,14 +75,14 @@ def build_demo(
     goose: SimulatedGoose | None = None,
     typing_delay: float = TYPING_DELAY,
     anonymous: bool = False,
-    public_root: Path | None = None,
+    public_root: str | None = None,
 ) -> DemoApp:
     """The example Flask app (with `config`) writing its events to the log at `db_url`, and its
     goose runs going to `goose`: by default a `SimulatedGoose` that knows the log's sessions and
     waits `typing_delay` seconds between chunks. Its users log in (the app's session cookie,
     signed with the database's own key unless configured); `anonymous` serves requests without
-    credentials too. Pages its agents publish go to `public_root` (`demo_public_root` by
-    default), which ``publish_guard`` checks."""
+    credentials too. Pages its agents publish go to `public_root`, a path whose ``{user_id}``
+    is filled per user (`demo_public_root` by default), which ``publish_guard`` checks."""
     log = EventLog(db_url)
     try:
         goose = goose or SimulatedGoose(bound_session_ids(log), typing_delay=typing_delay)
@@ -96,9 +97,8 @@ def build_demo(
         raise
     flask_app.config["EVENT_LOG"] = log  # step 2 of adopting gateway_kit: events go to the log
     pages = public_root or demo_public_root(db_url)
-    pages.mkdir(parents=True, exist_ok=True)
     if flask_app.config.get("PUBLIC_ROOT") is None:
-        flask_app.config["PUBLIC_ROOT"] = pages
+        flask_app.config["PUBLIC_ROOT"] = pages  # where the legacy tasks' fake agent writes
     gateway = Gateway(
         flask_app,
         log=log,
@@ -107,7 +107,7 @@ def build_demo(
         # The legacy clients' Socket.IO path is served by the gateway, not in Flask's threads.
         legacy_socketio_path="/" + LEGACY_SOCKETIO_PATH,
         # A run that says it published a page gets follow-ups until the page is on disk.
-        plugin_config={"publish_guard": {"public_root": str(pages)}},
+        plugin_config={"publish_guard": {"public_root": flask_app.config["PUBLIC_ROOT"]}},
     )
     # The tasks' runs are held to the gateway's finish guards, as its own runs are.
     flask_app.config["RUN_GUARDS"] = gateway.run_guards
