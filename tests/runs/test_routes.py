@@ -61,6 +61,19 @@ def bound_session(fake: FakeGoose, gateway: Gateway, *turns: Turn) -> str:
     return session_id
 
 
+async def run_end(client: httpx.AsyncClient, run: dict[str, Any]) -> Any:
+    """The terminal event of a run that has ended, as readers see it ([] while it is not
+    settled; None before the run ends)."""
+    if run.get("terminal_seq") is None:
+        return None
+    page = await client.get(
+        f"/gateway/streams/{run['stream']}/events",
+        params={"after": str(run["terminal_seq"] - 1), "limit": "1"},
+        headers={"Accept": "application/json"},
+    )
+    return page.json()["events"]
+
+
 async def wait_status(client: httpx.AsyncClient, run_id: str, status: str) -> dict[str, Any]:
     """Wait until the run has `status` and, once it has ended, until readers see its end.
 
@@ -76,17 +89,13 @@ async def wait_status(client: httpx.AsyncClient, run_id: str, status: str) -> di
             return False
         if status == "active":
             return True
-        page = await client.get(
-            f"/gateway/streams/{body['stream']}/events",
-            params={"after": str(body["terminal_seq"] - 1), "limit": "1"},
-            headers={"Accept": "application/json"},
-        )
-        return [e["seq"] for e in page.json()["events"]] == [body["terminal_seq"]]
+        return [e["seq"] for e in await run_end(client, body) or []] == [body["terminal_seq"]]
 
     deadline = asyncio.get_running_loop().time() + 20
     while not await reached():
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"run {run_id} never became {status}: {body}")
+            end = await run_end(client, body)
+            raise AssertionError(f"run {run_id} never became {status}: {body}; its end: {end}")
         await asyncio.sleep(0.02)
     return body
 
