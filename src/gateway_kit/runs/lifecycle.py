@@ -2,7 +2,10 @@
 
 The pump reports what goose said about the run's current attempt; the lifecycle decides what
 follows (`decisions.py`: finish guards and follow-ups, error classes and recoveries), one
-decision at a time per run, and writes the run's end.
+decision at a time per run, and writes the run's end. A decision, once reported, is carried to
+its end in a task of the lifecycle's own: the reporter may be cancelled meanwhile (a connection
+to goose torn down while it reads, its pump stopping), and a decision cut off half-way (a
+recovery's attempt recorded, its retry never sent) would leave the run stranded.
 
 The run's `Finish` or `Error` is appended in one transaction with the run's status and its
 bill, at most once per run whatever several processes do; `bill_run` is then called through the
@@ -15,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
 from ..coordination.tasks import TaskSet
 from ..exceptions import UpstreamError, UpstreamTimeout
@@ -42,6 +45,8 @@ logger = logging.getLogger("gateway_kit.runs")
 STALE_FAILURE = "run %s: request %s was already replaced when it failed upstream: %s"
 NOT_SENT_YET = "run %s: request %s waits out its backoff, goose has not got it yet: %s"
 NO_ANSWER = "goose did not answer {call} within {seconds:g} s"
+
+T = TypeVar("T")
 
 
 class RunLifecycle:
@@ -73,6 +78,9 @@ class RunLifecycle:
 
     async def upstream_finished(self, run: Run, event: Event) -> None:
         """goose's `Finish` for one of the run's requests was appended as `event`."""
+        await self._carried(self._finished(run, event))
+
+    async def _finished(self, run: Run, event: Event) -> None:
         async with self.lock(run.run_id):
             current = await asyncio.to_thread(self._current, run, event)
             if current is not None:
@@ -80,6 +88,9 @@ class RunLifecycle:
 
     async def upstream_errored(self, run: Run, event: Event) -> None:
         """goose's `Error` for one of the run's requests was appended as `event`."""
+        await self._carried(self._errored(run, event))
+
+    async def _errored(self, run: Run, event: Event) -> None:
         async with self.lock(run.run_id):
             current = await asyncio.to_thread(self._current, run, event)
             if current is not None:
@@ -89,6 +100,9 @@ class RunLifecycle:
         """`run`'s request failed upstream without an `Error` event of goose's. `run` is as the
         reporter last read it: a failure of an attempt that a newer one has replaced since (a
         follow-up or a recovery decided meanwhile) is about a request nobody waits for."""
+        await self._carried(self._failed(run, error))
+
+    async def _failed(self, run: Run, error: str) -> None:
         async with self.lock(run.run_id):
             current = await asyncio.to_thread(self.store.get, run.run_id)
             if current is None or not current.active:
@@ -110,6 +124,9 @@ class RunLifecycle:
         log but not in its row (a process died between the two, before they were written
         together) gets its row brought in line.
         """
+        return await self._carried(self._resume(run))
+
+    async def _resume(self, run: Run) -> bool:
         async with self.lock(run.run_id):
             current, settled, ends = await asyncio.to_thread(self._look_back, run.run_id)
             if current is None or settled:
@@ -243,6 +260,11 @@ class RunLifecycle:
         return True
 
     # --- helpers -----------------------------------------------------------------------------
+
+    async def _carried(self, decision: Coroutine[Any, Any, T]) -> T:
+        """Run `decision` to its end whatever happens to the caller: a cancelled caller stops
+        waiting, the decision goes on holding the run's lock (only `stop` cancels it)."""
+        return await asyncio.shield(self._tasks.start(decision, name="gateway-kit-decision"))
 
     def lock(self, run_id: str) -> asyncio.Lock:
         lock = self._locks.get(run_id)

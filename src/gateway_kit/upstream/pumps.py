@@ -67,6 +67,8 @@ class PumpManager:
         self._outages: dict[str, Backoff] = {}  # sessions whose pump found no database
         self._failures: dict[str, int] = {}  # failures in a row, per session
         self._scanner = Periodic(self.scan, scan_interval, "gateway-kit-pumps")
+        # Set by `stop`: a run decision the lifecycle carries on past it starts no pump.
+        self._stopped = False
 
     def running(self, session_id: str) -> bool:
         task = self._pumps.get(session_id)
@@ -74,7 +76,7 @@ class PumpManager:
 
     def ensure(self, session_id: str) -> None:
         """Make sure this session is pumped (here, unless another process holds its lease)."""
-        if self.running(session_id):
+        if self._stopped or self.running(session_id):
             return
         lease = Lease(self.log, LEASE_PREFIX + session_id, self.holder, self.settings.lease_ttl)
         pump = SessionPump(
@@ -161,6 +163,7 @@ class PumpManager:
                 self.ensure(session_id)
 
     async def start(self) -> None:
+        self._stopped = False
         self._scanner.start()
 
     async def wait_idle(self) -> None:
@@ -168,6 +171,7 @@ class PumpManager:
         await self._tasks.wait_idle()
 
     async def stop(self) -> None:
+        self._stopped = True
         await self._scanner.stop()
         await self._tasks.stop()
         self._pumps.clear()
