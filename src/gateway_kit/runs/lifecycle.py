@@ -264,7 +264,12 @@ class RunLifecycle:
     async def _carried(self, decision: Coroutine[Any, Any, T]) -> T:
         """Run `decision` to its end whatever happens to the caller: a cancelled caller stops
         waiting, the decision goes on holding the run's lock (only `stop` cancels it)."""
-        return await asyncio.shield(self._tasks.start(decision, name="gateway-kit-decision"))
+        task = self._tasks.start(decision, name="gateway-kit-decision")
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_log_failure)  # nobody waits for it any more to hear it
+            raise
 
     def lock(self, run_id: str) -> asyncio.Lock:
         lock = self._locks.get(run_id)
@@ -297,3 +302,8 @@ class RunLifecycle:
         await self.billing.stop()
         await self.deadlines.stop()
         await self._tasks.stop()
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("a run decision failed after its reporter stopped", exc_info=task.exception())
