@@ -27,7 +27,12 @@ def venv(tmp_path: Path) -> Path:
 
 def steps(venv: Path, *command: str, **env: str) -> list[str]:
     """The tools `command` ran, each as its name and first argument."""
-    environ = {**os.environ, "GATEWAY_KIT_VENV": str(venv), "GATEWAY_KIT_SKIP_CHROMIUM": "1"}
+    environ = {
+        **os.environ,
+        "GATEWAY_KIT_VENV": str(venv),
+        "GATEWAY_KIT_SKIP_CHROMIUM": "1",
+        "GATEWAY_KIT_SKIP_TMUX": "1",
+    }
     environ.pop("GATEWAY_KIT_QUICK", None)
     subprocess.run(command, cwd=ROOT, env={**environ, **env}, check=True, capture_output=True)
     calls = (venv.parent / "calls").read_text().splitlines()

@@ -33,6 +33,8 @@ from typing import Any
 from ..coordination.keepalive import LeaseKeeper
 from ..coordination.leases import DEFAULT_LEASE_TTL, Lease, LeaseLost
 from ..exceptions import RunConflict, RunError
+from ..execution.bindings import bindings_of
+from ..execution.names import tmux_session_problem
 from ..identity.owners import UNOWNED_WRITES, StreamOwners
 from ..identity.tokens import check_user_id
 from ..log import Event, EventLog
@@ -84,6 +86,8 @@ class OwnedRun:
         held back until they pass or give up.
     :param follow_up: called with the guards' prompt, in the block's thread, when they veto: the
         app's next turn of the run. Without it, a veto ends the run with `guard_failed` at once.
+    :param tmux_session: the tmux session whose agent the run is for: the stream is bound to
+        it when the block starts, and while the run goes on no heartbeat is typed there.
     """
 
     def __init__(
@@ -96,8 +100,14 @@ class OwnedRun:
         owner: str | None = None,
         guards: RunGuards | None = None,
         follow_up: FollowUp | None = None,
+        tmux_session: str | None = None,
     ) -> None:
         run_id = uuid.uuid4().hex if run_id is None else run_id
+        if tmux_session is not None:
+            problem = tmux_session_problem(tmux_session)
+            if problem is not None:
+                raise ValueError(problem)
+        self.tmux_session = tmux_session
         log.check(stream=stream, type=FINISH, run_id=run_id)  # InvalidEvent, nothing written
         check_seconds("lease_ttl", lease_ttl)
         if owner is not None:
@@ -150,6 +160,8 @@ class OwnedRun:
             raise RunConflict(HELD_ELSEWHERE.format(run_id=self.run_id))
         try:
             self._check_open_to_us()
+            if self.tmux_session is not None:
+                bindings_of(self.log).bind(self.stream, self.tmux_session)
         except BaseException:  # whatever refused it, or failed, the lease goes back
             self._lease.release()
             raise
@@ -287,11 +299,13 @@ def owned_run(
     owner: str | None = None,
     guards: RunGuards | None = None,
     follow_up: FollowUp | None = None,
+    tmux_session: str | None = None,
 ) -> OwnedRun:
     """A run of `stream` this process writes, for ``with owned_run(...) as run:``: it ends with
     `Finish` when the block ends, with `Error` when it raises or when the process dies.
     `owner` names the user the run is written for (the stream's owner unless it has one);
-    `guards` and `follow_up` hold the run to finish guards (`OwnedRun`)."""
+    `guards` and `follow_up` hold the run to finish guards; `tmux_session` binds the stream
+    to the tmux session the run is for (`OwnedRun`)."""
     return OwnedRun(
         log,
         stream=stream,
@@ -300,4 +314,5 @@ def owned_run(
         owner=owner,
         guards=guards,
         follow_up=follow_up,
+        tmux_session=tmux_session,
     )

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..execution.settings import ExecutionSettings
 from ..log import EventLog
 from ..runs.lifecycle_settings import LifecycleSettings
 from ..settings import (
@@ -150,6 +151,12 @@ class Gateway:
     :param body_timeout: seconds a client may take to send a request body, to the gateway's
         routes or the wrapped WSGI app (a 408 after it). A WSGI app gets a request once its
         body is read, within `max_body_bytes`, so that slow clients hold none of its threads.
+    :param execution_settings: the timings of execution states and heartbeat decisions
+        (`gateway_kit.execution.settings.ExecutionSettings`: response timeout 120 s, grace
+        5 s, how long the fallback plugins may take, how long decisions are kept).
+    :param observe_execution: observe the wrapped app's requests per tmux session (the
+        `resolve_tmux_session` hook says whose); False leaves them unobserved, and every
+        session's state then comes from its runs alone, or the fallback.
     :param legacy_socketio_path: where the legacy app's clients connect to Socket.IO (such as
         ``/socket.io``): the gateway's Socket.IO server answers there too, in the event loop,
         with the tickets ``legacy_socket_token_path`` issues; None leaves that path to the app.
@@ -199,6 +206,8 @@ class Gateway:
         legacy_socketio_path: str | None = None,
         max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        execution_settings: ExecutionSettings | None = None,
+        observe_execution: bool = True,
     ) -> None:
         self.settings = GatewaySettings(
             prefix=prefix,
@@ -254,6 +263,8 @@ class Gateway:
             socketio=socketio,
             wsgi=wsgi,
             app_middleware=app_middleware,
+            execution_settings=execution_settings,
+            observe_execution=observe_execution,
         )
         runs = services.runs
         self.wrapped = services.wrapped
@@ -269,6 +280,8 @@ class Gateway:
         self.logins = services.logins
         self.sockets = services.sockets
         self.socketio: ASGIApp = services.socketio
+        # `await gateway.heartbeat.decide(tmux_session_id)`: a scheduler's Python call.
+        self.heartbeat = services.execution.decider
         # Step two: the parts, in order.
         self.stack = self.build_middleware_stack()
         if allow_anonymous:

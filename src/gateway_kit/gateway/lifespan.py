@@ -10,9 +10,13 @@ when a credential is first checked.
 
 from __future__ import annotations
 
+import asyncio
+
+from ..coordination.periodic import Periodic
+from ..execution.bindings import REFRESH_INTERVAL
 from ..http.lifespan import Work, nothing
 from ..identity.credentials import CredentialView
-from .services import Services
+from .services import ExecutionParts, Services
 
 
 def credential_refresh(view: CredentialView) -> Work:
@@ -21,6 +25,30 @@ def credential_refresh(view: CredentialView) -> Work:
 
     # Shared by every gateway of the log in this process: a daemon thread nobody stops.
     return Work("credential view", start, on_request=False)
+
+
+def execution_work(execution: ExecutionParts) -> list[Work]:
+    bindings, decider = execution.bindings, execution.decider
+
+    async def refresh() -> None:
+        await asyncio.to_thread(bindings.refresh)
+
+    refreshing = Periodic(refresh, REFRESH_INTERVAL, "tmux bindings refresh")
+    pruning = Periodic(decider.prune, decider.settings.prune_interval, "execution state pruning")
+
+    async def start() -> None:
+        refreshing.start()
+        pruning.start()
+
+    async def stop() -> None:
+        await refreshing.stop()
+        await pruning.stop()
+
+    work = [Work("execution state", start, stop)]
+    recorder = execution.recorder
+    if recorder is not None:
+        work.append(Work("execution recorder", recorder.start, recorder.stop))
+    return work
 
 
 def background_work(services: Services) -> list[Work]:
@@ -38,6 +66,7 @@ def background_work(services: Services) -> list[Work]:
             Work("run lifecycle", runs.lifecycle.start, runs.lifecycle.stop),
             Work("upstream connections", nothing, runs.upstream.aclose),
         ]
+    work += execution_work(services.execution)
     sockets = services.sockets
     if sockets is not None:
         # Its presence checks run with a lifespan only, as they always have.

@@ -15,6 +15,12 @@ from typing import Any
 
 from ..app_runs.guards import RunGuards
 from ..app_runs.sweeper import OwnedRunSweeper
+from ..execution.bindings import TmuxBindings, bindings_of
+from ..execution.decider import HeartbeatDecider
+from ..execution.observer import ExecutionObserver
+from ..execution.recorder import ExecutionRecorder
+from ..execution.request_rows import RequestRows
+from ..execution.settings import ExecutionSettings
 from ..hooks import PluginContext, Plugins
 from ..http.middleware import Middleware
 from ..identity.credentials import CredentialView, credentials_of
@@ -58,6 +64,16 @@ class RunParts:
 
 
 @dataclass(slots=True)
+class ExecutionParts:
+    """What the execution state is made of: this process's recorder of observed requests
+    (None when the wrapped app is not observed), the decider, the stream bindings."""
+
+    recorder: ExecutionRecorder | None
+    decider: HeartbeatDecider
+    bindings: TmuxBindings
+
+
+@dataclass(slots=True)
 class Services:
     """Every service of one gateway, as the stack's parts and its lifespan are handed them."""
 
@@ -75,6 +91,7 @@ class Services:
     sockets: SocketServer | None
     socketio: ASGIApp  # the gateway's Socket.IO server, or the application given instead
     usage: UsageLedger  # read by the usage routes; the usage_ledger plugin writes its own
+    execution: ExecutionParts
     app_middleware: list[Middleware] = field(default_factory=list)
 
 
@@ -165,6 +182,8 @@ def build_services(
     socketio: ASGIApp | None = None,
     wsgi: bool | None = None,
     app_middleware: Sequence[Iterable[Any]] = (),
+    execution_settings: ExecutionSettings | None = None,
+    observe_execution: bool = True,
 ) -> Services:
     # One view of the credentials per log in a process, shared by every part that checks.
     credentials = credentials_of(log)
@@ -216,6 +235,17 @@ def build_services(
             max_page_bytes=settings.max_page_bytes,
         )
         socketio = sockets
+    execution = build_execution(log, plugins, execution_settings, observe=observe_execution)
+    observed = [Middleware.of(m) for m in app_middleware]
+    if execution.recorder is not None:
+        # Nearest the wrapped app: it sees the app's answers as they leave it.
+        observed.append(
+            Middleware(
+                ExecutionObserver,
+                recorder=execution.recorder,
+                resolve=plugins.resolve_tmux_session,
+            )
+        )
     return Services(
         log=log,
         settings=settings,
@@ -233,5 +263,16 @@ def build_services(
         sockets=sockets,
         socketio=socketio,
         usage=UsageLedger(log),
-        app_middleware=[Middleware.of(m) for m in app_middleware],
+        execution=execution,
+        app_middleware=observed,
     )
+
+
+def build_execution(
+    log: EventLog, plugins: Plugins, settings: ExecutionSettings | None, *, observe: bool
+) -> ExecutionParts:
+    settings = settings or ExecutionSettings()
+    rows = RequestRows(log)
+    recorder = ExecutionRecorder(rows) if observe else None
+    decider = HeartbeatDecider(log, plugins, settings=settings, recorder=recorder, rows=rows)
+    return ExecutionParts(recorder, decider, bindings_of(log))

@@ -7,6 +7,7 @@ stops every piece of background work; the parts below only serve requests.
 
 from __future__ import annotations
 
+from ..execution.routes import HeartbeatRoutes
 from ..http.fallback import PrefixNotFound
 from ..http.lifespan import Lifespan
 from ..http.middleware import Middleware
@@ -64,6 +65,7 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
             prefix=prefix,
             legacy_path=settings.legacy_usage_path,
         ),
+        Middleware(HeartbeatRoutes, decider=services.execution.decider, prefix=prefix),
     ]
     if services.sockets is not None:
         parts.append(

@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..execution.names import is_tmux_session_id
 from ..identity.principal import Principal
 from .markers import hookspec
 from .policy import (
     BILLING_POOL,
+    HEARTBEAT_POOL,
     LIFECYCLE_POOL,
     RAISE,
     REFUSED,
@@ -131,12 +133,19 @@ def plan_recovery(error_class: str, run: Any, attempts: Sequence[Any]) -> Recove
 # --- heartbeat -------------------------------------------------------------------------------
 
 
+def tmux_session_or_none(value: object) -> bool:
+    return value is None or is_tmux_session_id(value)
+
+
 @hookspec(firstresult=True)
-@answers(optional(str), "None or a tmux session id")
+@answers(tmux_session_or_none, "None or a tmux session id (1 to 256 printable characters)")
 def resolve_tmux_session(scope: Scope) -> str | None:
     """Tell which tmux session an observed request of the wrapped app belongs to.
 
-    Called per request the execution-state observer sees. Stops at the first non-None result.
+    Called per request the execution-state observer sees, and for the request that starts a
+    run (its stream is then bound to that tmux session). It is called in the event loop, for
+    every request: answer from the scope and from memory, never from a database or a file.
+    Stops at the first non-None result.
 
     :param scope: the request's ASGI scope.
     :returns: the tmux session id, or ``None`` when the request is none of its business.
@@ -144,7 +153,7 @@ def resolve_tmux_session(scope: Scope) -> str | None:
 
 
 @hookspec(firstresult=True)
-@answers(DECISION, DECISION_EXPECTED)
+@answers(DECISION, DECISION_EXPECTED, pool=HEARTBEAT_POOL)
 def heartbeat_policy(state: Any, now: float) -> str | None:
     """Override the built-in order of a heartbeat decision.
 
@@ -158,7 +167,7 @@ def heartbeat_policy(state: Any, now: float) -> str | None:
 
 
 @hookspec(firstresult=True)
-@answers(DECISION, DECISION_EXPECTED)
+@answers(DECISION, DECISION_EXPECTED, pool=HEARTBEAT_POOL)
 def heartbeat_fallback(tmux_session_id: str) -> str | None:
     """Decide a heartbeat when the observed state is ``UNKNOWN``.
 

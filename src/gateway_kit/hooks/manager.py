@@ -116,6 +116,7 @@ class Plugins:
         self._pools: dict[str, HookThreads] = {}
         # Asked for every request: with no resolver registered, not even pluggy is called.
         self._resolvers = bool(self.manager.hook.resolve_principal.get_hookimpls())
+        self._tmux_resolvers = bool(self.manager.hook.resolve_tmux_session.get_hookimpls())
 
     @property
     def hook(self) -> pluggy.HookRelay:
@@ -205,6 +206,31 @@ class Plugins:
         """A 403 `forbidden` unless `principal` may read `stream` (every route asks this)."""
         if not await self.authorize_subscription(principal, stream):
             raise HTTPError(403, FORBIDDEN, NOT_YOURS.format(stream=stream))
+
+    # --- the heartbeat hooks -------------------------------------------------------------------
+
+    def resolve_tmux_session(self, scope: Scope) -> str | None:
+        """The tmux session an observed request belongs to, or None; asked in the calling
+        thread (the event loop: the hook answers from the scope and from memory)."""
+        if not self._tmux_resolvers:
+            return None
+        answer: str | None = self.hook.resolve_tmux_session(scope=scope)
+        return answer
+
+    async def heartbeat_policy(self, state: Any, now: float, *, timeout: float) -> str | None:
+        """A policy plugin's decision, or None (also when none answered within `timeout`)."""
+        answer: str | None = await self._within(
+            self.hook.heartbeat_policy, timeout, state=state, now=now
+        )
+        return answer
+
+    async def heartbeat_fallback(self, tmux_session_id: str, *, timeout: float) -> str | None:
+        """A fallback plugin's decision for a session nothing was observed of, or None (also
+        when none answered within `timeout`)."""
+        answer: str | None = await self._within(
+            self.hook.heartbeat_fallback, timeout, tmux_session_id=tmux_session_id
+        )
+        return answer
 
     # --- the hooks of runs' lives and of billing, each kind in threads of its own -----------
 

@@ -59,6 +59,7 @@ CLOCK = time.monotonic  # what times the access hooks; read when an implementati
 HOOK_POOL = "hook"
 LIFECYCLE_POOL = "lifecycle"
 BILLING_POOL = "billing"
+HEARTBEAT_POOL = "heartbeat"
 
 POLICY_ATTRIBUTE = "gateway_kit_policy"
 

@@ -1,7 +1,8 @@
 """`RunRoutes`: the run API, as a middleware usable around any ASGI app.
 
-    POST {prefix}/streams/{stream}/runs   {"message": "..."} → {"run_id", ...}; 409 while the
-                                          stream has an active run
+    POST {prefix}/streams/{stream}/runs   {"message": "...", "tmux_session"?: "..."}
+                                          → {"run_id", ...}; 409 while the stream has an
+                                          active run
     POST {prefix}/runs/{run_id}/cancel    ask goose to stop the run
     GET  {prefix}/runs/{run_id}           the run: its status, its attempts (each with its
                                           goose request id), the seq of its terminal event and
@@ -17,7 +18,12 @@ stream with events and no owner is never taken that way: its history was written
 A request that cannot be served is refused before anything is written: a body that is not JSON
 (415 without a JSON content type, 413 above the size limit, 400 otherwise), a message that is not
 a non-empty string (400) or is larger than `max_message_bytes` (413), or a stream name or
-message the log cannot hold (400, or 413 when the message is too large for one event).
+message the log cannot hold (400, or 413 when the message is too large for one event), a
+``tmux_session`` that no tmux session can have (400).
+
+A run started for a tmux session (the body's ``tmux_session``, else the `resolve_tmux_session`
+hook's answer about the request) binds its stream to that session: the stream's active runs
+keep heartbeats away from the session's pane (`gateway_kit.execution`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from ..exceptions import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from ..execution.bindings import bindings_of
+from ..execution.names import tmux_session_problem
 from ..hooks import Plugins
 from ..http.body import read_json_body
 from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
@@ -160,10 +168,23 @@ class RunRoutes(RoutesMiddleware):
         if message_bytes(message) > self.max_message_bytes:
             limit = self.max_message_bytes
             raise HTTPError(413, PAYLOAD_TOO_LARGE, MESSAGE_TOO_LARGE.format(limit=limit))
+        tmux_session = body.get("tmux_session")
+        if tmux_session is None:
+            tmux_session = self.plugins.resolve_tmux_session(request.scope)
+        else:
+            problem = tmux_session_problem(tmux_session)
+            if problem is not None:
+                raise HTTPError(400, INVALID_BODY, problem)
         service = self._service()
         owners = self.owners
 
         async def admit(stream: str) -> str | None:
+            owner = await authorized(stream)
+            if tmux_session is not None:  # only once the principal may use the stream
+                await asyncio.to_thread(bindings_of(service.log).bind, stream, tmux_session)
+            return owner
+
+        async def authorized(stream: str) -> str | None:
             """The user the run makes the stream's owner (None: none), or a 403."""
             unfit: InvalidCredential | None = None
             if (

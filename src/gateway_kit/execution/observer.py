@@ -1,0 +1,163 @@
+"""`ExecutionObserver`: watches the requests of the app it wraps, per tmux session.
+
+It sits at the seam around the wrapped app (and is usable alone around any ASGI app). For
+each HTTP request it asks `resolve` which tmux session the request belongs to; a request of
+none passes untouched. For the others it notes, in an `ExecutionRecorder`: the request
+started; its SSE stream opened (the response's content type); and how it ended, which is when
+its last byte was sent, not when the app's handler returned (a streamed answer goes on after
+its handler's ``finally``). The ending is read from the response as it passes
+(`ResponseReader`): the terminal event and its ``finish_reason``, a client that left before
+it, a stream cut short, or the app failing.
+
+Every message is handed on as it came, at once: the observer never changes, holds or joins
+the bytes a client receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+
+from ..types import ASGIApp, Message, Receive, Scope, Send
+from .finish_reason import ResponseReader
+from .recorder import ExecutionRecorder
+from .state import Outcome
+
+Resolve = Callable[[Scope], "str | None"]
+
+
+class ExecutionObserver:
+    """:param recorder: where the requests' changes are noted.
+    :param resolve: the tmux session of a request, or None (a `Plugins`'s
+        `resolve_tmux_session` in a gateway); asked in the event loop, so it answers from the
+        scope and from memory.
+    """
+
+    def __init__(self, app: ASGIApp, *, recorder: ExecutionRecorder, resolve: Resolve) -> None:
+        self.app = app
+        self.recorder = recorder
+        self.resolve = resolve
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        tmux_session = self.resolve(scope)
+        if tmux_session is None:
+            await self.app(scope, receive, send)
+            return
+        await ObservedRequest(self.recorder, tmux_session, scope).serve(self.app, receive, send)
+
+
+class ObservedRequest:
+    """One request of a tmux session, from its start to its last byte.
+
+    A client that leaves is noticed when the server says so (``http.disconnect``), whether or
+    not the app asks: once the answer has started and the app is not itself waiting for a
+    message, a watcher reads the server's messages and hands them to the app's next
+    ``receive`` calls in order (an answer sent whole needs none). A WSGI app behind a2wsgi
+    never asks, and a server drops what is sent after the client left: without the watcher,
+    a stream's client could leave unnoticed.
+    """
+
+    def __init__(self, recorder: ExecutionRecorder, tmux_session: str, scope: Scope) -> None:
+        self.recorder = recorder
+        self.scope = scope
+        self.request_id = uuid.uuid4().hex
+        self.reader: ResponseReader | None = None
+        self.status = 0
+        self.complete = False  # the last body message was sent
+        self.disconnected = False
+        self._receiving = False  # the app waits in the server's receive
+        self._messages: asyncio.Queue[Message] | None = None  # once the watcher reads them
+        self._watcher: asyncio.Task[None] | None = None
+        recorder.started(self.request_id, tmux_session, scope["method"], scope["path"])
+
+    async def serve(self, app: ASGIApp, receive: Receive, send: Send) -> None:
+        async def receiving() -> Message:
+            if self._messages is not None:
+                return await self._messages.get()
+            self._receiving = True
+            try:
+                message = await receive()
+            finally:
+                self._receiving = False
+            self.look_at_request(message)
+            return message
+
+        async def sending(message: Message) -> None:
+            self.look_at(message)
+            try:
+                await send(message)
+            except OSError:  # the client is gone: servers raise it from a write that failed
+                self.client_left()
+                raise
+            if self._watcher is None and message.get("more_body") and not self._receiving:
+                # The answer goes on: from now on the client may leave in the middle of it.
+                self._watcher = asyncio.create_task(self._watch(receive))
+
+        failed = True
+        try:
+            await app(self.scope, receiving, sending)
+            failed = False
+        finally:
+            if self._watcher is not None:
+                self._watcher.cancel()
+            outcome, reason, terminal = self.ending(failed)
+            self.recorder.ended(self.request_id, outcome, finish_reason=reason, terminal=terminal)
+
+    async def _watch(self, receive: Receive) -> None:
+        messages = self._messages = asyncio.Queue()
+        while True:
+            message = await receive()
+            self.look_at_request(message)
+            messages.put_nowait(message)
+            if message["type"] == "http.disconnect":
+                return
+
+    def look_at_request(self, message: Message) -> None:
+        if message["type"] == "http.disconnect" and not self.complete:
+            self.client_left()
+
+    def client_left(self) -> None:
+        """The client left: unless the answer was whole, its request ends now, however long
+        the app goes on writing into the void."""
+        self.disconnected = True
+        reader = self.reader
+        if reader is None or not reader.terminal:
+            reason = None if reader is None else reader.finish_reason
+            self.recorder.ended(self.request_id, Outcome.CLIENT_CLOSED, finish_reason=reason)
+
+    def look_at(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.status = message["status"]
+            self.reader = ResponseReader.for_headers(message.get("headers") or ())
+            if self.reader.streaming:
+                self.recorder.sse_opened(self.request_id)
+        elif kind == "http.response.body" and self.reader is not None:
+            body = message.get("body", b"")
+            if body:
+                self.reader.feed(body)
+            if not message.get("more_body", False):
+                self.reader.end()
+                self.complete = True
+
+    def ending(self, failed: bool) -> tuple[Outcome, str | None, bool]:
+        """(how the response ended, its finish_reason, whether its terminal event came)."""
+        reader = self.reader
+        if reader is None:  # nothing was answered
+            outcome = Outcome.CLIENT_CLOSED if self.disconnected and not failed else Outcome.ERROR
+            return outcome, None, False
+        terminal, reason = reader.terminal, reader.finish_reason
+        if reader.error or self.status >= 500:
+            return Outcome.ERROR, reason, terminal
+        if terminal:  # the client may leave after the terminal event: the answer was whole
+            return Outcome.COMPLETED, reason, True
+        if self.complete and not failed:
+            # A whole answer that is no stream ends its request; a stream needs its terminal.
+            return (Outcome.CUT if reader.streaming else Outcome.COMPLETED), reason, False
+        if self.disconnected:
+            return Outcome.CLIENT_CLOSED, reason, False
+        return (Outcome.CUT if reader.streaming and not failed else Outcome.ERROR), reason, False

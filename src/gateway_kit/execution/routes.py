@@ -1,0 +1,72 @@
+"""`HeartbeatRoutes`: heartbeat decisions over HTTP.
+
+    GET {prefix}/heartbeat/{tmux_session_id}
+        → {"tmux_session_id", "state", "decision": "allow"|"skip", "reason", "detail",
+           "decided_by", "decided_at", "evidence": {...the state's fields, "bound_streams",
+           "active_runs", "pending_approvals"}}
+    GET {prefix}/heartbeat/{tmux_session_id}/decisions[?limit=N]
+        → {"tmux_session_id", "decisions": [...the same documents, newest first]}
+
+Each GET of the first is a decision, recorded like every other (a scheduler asks it right
+before it would type); the second lists what was decided and why. Both need a principal. An id
+no tmux session can have is a 400, a bad limit too.
+"""
+
+from __future__ import annotations
+
+from ..http.errors import HTTPError, send_json
+from ..http.request import Request
+from ..http.routing import Route, Router, RoutesMiddleware
+from ..settings import DEFAULT_PREFIX
+from ..types import ASGIApp
+from .decider import HeartbeatDecider
+from .decision_log import MAX_LISTED
+from .names import tmux_session_problem
+
+INVALID_TMUX_SESSION = "invalid_tmux_session"
+INVALID_LIMIT = "invalid_limit"
+BAD_LIMIT = "limit must be an integer from 1 to {max}, got {value!r}"
+
+
+def path_tmux_session(request: Request) -> str:
+    tmux_session = request.path_params["tmux_session_id"]
+    problem = tmux_session_problem(tmux_session)
+    if problem is not None:
+        raise HTTPError(400, INVALID_TMUX_SESSION, problem)
+    return tmux_session
+
+
+def query_limit(request: Request, default: int = 50) -> int:
+    value = request.query.get("limit")
+    if value is None:
+        return default
+    if not value.isdigit() or not 1 <= int(value) <= MAX_LISTED:
+        raise HTTPError(400, INVALID_LIMIT, BAD_LIMIT.format(max=MAX_LISTED, value=value[:40]))
+    return int(value)
+
+
+class HeartbeatRoutes(RoutesMiddleware):
+    """:param decider: who decides (the gateway's `HeartbeatDecider`).
+    :param prefix: where ``/heartbeat`` lives.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, decider: HeartbeatDecider, prefix: str = DEFAULT_PREFIX
+    ) -> None:
+        routes = [
+            Route("/heartbeat/{tmux_session_id}", self.decision),
+            Route("/heartbeat/{tmux_session_id}/decisions", self.decisions),
+        ]
+        super().__init__(app, Router(prefix.rstrip("/"), routes))
+        self.decider = decider
+
+    async def decision(self, request: Request) -> None:
+        tmux_session = path_tmux_session(request)
+        decision = await self.decider.decide(tmux_session)
+        await send_json(request.send, 200, decision.as_json())
+
+    async def decisions(self, request: Request) -> None:
+        tmux_session = path_tmux_session(request)
+        limit = query_limit(request)
+        listed = await self.decider.history(tmux_session, limit)
+        await send_json(request.send, 200, {"tmux_session_id": tmux_session, "decisions": listed})

@@ -1,0 +1,61 @@
+"""Table objects of the execution state (made by migration 0012)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+REQUESTS = "gateway_kit_execution_requests"
+PROCESSES = "gateway_kit_execution_processes"
+BINDINGS = "gateway_kit_execution_bindings"
+DECISIONS = "gateway_kit_heartbeat_decisions"
+
+metadata = sa.MetaData()
+
+# One row per observed request of a tmux session, written by the process that serves it.
+requests = sa.Table(
+    REQUESTS,
+    metadata,
+    sa.Column("request_id", sa.Text, primary_key=True),
+    sa.Column("tmux_session", sa.Text, nullable=False),
+    sa.Column("process", sa.Text, nullable=False),
+    sa.Column("method", sa.Text, nullable=False),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("sse_opened_at", sa.Float),
+    sa.Column("ended_at", sa.Float),
+    sa.Column("outcome", sa.Text),
+    sa.Column("finish_reason", sa.Text),
+    sa.Column("terminal_at", sa.Float),
+)
+
+# Each observing process, renewed while it lives: the open requests of a process that stopped
+# renewing ended with it.
+processes = sa.Table(
+    PROCESSES,
+    metadata,
+    sa.Column("process", sa.Text, primary_key=True),
+    sa.Column("seen_at", sa.Float, nullable=False),
+)
+
+# Which tmux session drives a stream: the stream's active runs count as that session's work.
+bindings = sa.Table(
+    BINDINGS,
+    metadata,
+    sa.Column("stream", sa.Text, primary_key=True),
+    sa.Column("tmux_session", sa.Text, nullable=False),
+    sa.Column("bound_at", sa.Float, nullable=False),
+)
+
+decisions = sa.Table(
+    DECISIONS,
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tmux_session", sa.Text, nullable=False),
+    sa.Column("decided_at", sa.Float, nullable=False),
+    sa.Column("decision", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("decided_by", sa.Text, nullable=False),
+    sa.Column("detail", sa.Text, nullable=False),
+    sa.Column("evidence", sa.Text, nullable=False),
+)
