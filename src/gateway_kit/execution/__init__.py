@@ -1,0 +1,1 @@
+"""Execution state per tmux session and heartbeat decisions."""
