@@ -49,6 +49,15 @@ class TmuxServer:
         )
 
     def kill(self) -> None:
+        """Ends the server and removes its socket, which tmux leaves behind."""
+        socket = subprocess.run(
+            ["tmux", "-L", self.socket_name, "display-message", "-p", "#{socket_path}"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         subprocess.run(
             ["tmux", "-L", self.socket_name, "kill-server"], capture_output=True, timeout=10
         )
+        if socket:
+            Path(socket).unlink(missing_ok=True)
