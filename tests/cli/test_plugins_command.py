@@ -44,6 +44,7 @@ BUILT_INS = (
     "flask_session_identity",
     "host_identity",
     "publish_guard",
+    "tmux_pane",
     "tool_history_recovery",
     "transient_retry",
     "usage_ledger",

@@ -52,6 +52,7 @@ BUILT_IN_RESOLVERS = ("bearer_identity", "flask_session_identity", "host_identit
 BUILT_IN_POLICIES = (
     "default_authorization",
     "publish_guard",
+    "tmux_pane",
     "tool_history_recovery",
     "transient_retry",
     "usage_ledger",
