@@ -45,7 +45,7 @@ class TmuxSessionResolver:
         self.enabled = True
         self.header = DEFAULT_HEADER.lower().encode()
         self.session_headers = tuple(h.lower().encode() for h in DEFAULT_SESSION_HEADERS)
-        self.session_params = DEFAULT_SESSION_PARAMS
+        self.session_params: tuple[str, ...] = DEFAULT_SESSION_PARAMS
         self.bindings: TmuxBindings | None = None
 
     @hookimpl

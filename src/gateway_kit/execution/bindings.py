@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -38,12 +39,13 @@ NEWEST = (
 )
 
 
-def _bind_statement(dialect: object) -> sa.Executable:
-    insert = dialect.insert(bindings)  # type: ignore[attr-defined]
-    return insert.on_conflict_do_update(
+def _bind_statement(dialect: Any) -> sa.Executable:
+    insert = dialect.insert(bindings)
+    statement: sa.Executable = insert.on_conflict_do_update(
         index_elements=[bindings.c.stream],
         set_={"tmux_session": insert.excluded.tmux_session, "bound_at": insert.excluded.bound_at},
     )
+    return statement
 
 
 BIND = {"sqlite": _bind_statement(sqlite), "postgresql": _bind_statement(postgresql)}
