@@ -45,6 +45,7 @@ BUILT_INS = (
     "host_identity",
     "publish_guard",
     "tmux_pane",
+    "tmux_session_resolver",
     "tool_history_recovery",
     "transient_retry",
     "usage_ledger",

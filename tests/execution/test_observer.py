@@ -20,6 +20,9 @@ from gateway_kit.types import Message, Receive, Scope, Send
 TMUX = "agent-1"
 SSE = [(b"content-type", b"text/event-stream")]
 JSON = [(b"content-type", b"application/json")]
+ANTHROPIC_MESSAGE = (
+    b'{"id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":"tool_use"}'
+)
 
 
 def openai_chunk(reason: str | None) -> bytes:
@@ -53,9 +56,14 @@ async def call(
     app: Any, scope: Scope, *, on_send: Callable[[Message], Awaitable[None]] | None = None
 ) -> list[Message]:
     sent: list[Message] = []
+    body = iter([{"type": "http.request", "body": b"", "more_body": False}])
 
     async def receive() -> Message:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        # As a server does: the body, then nothing until the client leaves (it never does).
+        message = next(body, None)
+        if message is None:
+            await asyncio.Event().wait()
+        return message  # type: ignore[return-value]
 
     async def send(message: Message) -> None:
         sent.append(message)
@@ -131,7 +139,7 @@ def test_a_stream_is_open_until_its_last_byte_and_its_reason_is_read(sqlite_url:
     ("body", "headers", "outcome", "reason"),
     [
         (b'{"choices":[{"finish_reason":"stop","message":{}}]}', JSON, "completed", "stop"),
-        (b'{"stop_reason":"tool_use","content":[]}', JSON, "completed", "tool_calls"),
+        (ANTHROPIC_MESSAGE, JSON, "completed", "tool_calls"),
         (b"<html>status page</html>", [(b"content-type", b"text/html")], "completed", None),
     ],
 )

@@ -53,6 +53,7 @@ BUILT_IN_POLICIES = (
     "default_authorization",
     "publish_guard",
     "tmux_pane",
+    "tmux_session_resolver",
     "tool_history_recovery",
     "transient_retry",
     "usage_ledger",

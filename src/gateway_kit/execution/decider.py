@@ -178,7 +178,11 @@ class HeartbeatDecider:
         self.plugins = plugins
         self.settings = settings or ExecutionSettings()
         self.recorder = recorder
-        self.rows = rows or (recorder.rows if recorder is not None else RequestRows(log))
+        self.rows = rows or (
+            recorder.rows
+            if recorder is not None
+            else RequestRows(log, process_ttl=self.settings.process_ttl)
+        )
         self.work = work or ActiveWork(log)
         self.decisions = DecisionLog(log)
         self.clock = clock

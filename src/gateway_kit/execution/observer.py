@@ -72,12 +72,14 @@ class ObservedRequest:
         self._receiving = False  # the app waits in the server's receive
         self._messages: asyncio.Queue[Message] | None = None  # once the watcher reads them
         self._watcher: asyncio.Task[None] | None = None
+        self._watching = False
         recorder.started(self.request_id, tmux_session, scope["method"], scope["path"])
 
     async def serve(self, app: ASGIApp, receive: Receive, send: Send) -> None:
         async def receiving() -> Message:
-            if self._messages is not None:
-                return await self._messages.get()
+            messages = self._messages
+            if messages is not None and (self._watching or not messages.empty()):
+                return await messages.get()
             self._receiving = True
             try:
                 message = await receive()
@@ -109,12 +111,25 @@ class ObservedRequest:
 
     async def _watch(self, receive: Receive) -> None:
         messages = self._messages = asyncio.Queue()
+        self._watching = True
+        try:
+            await self._watch_until_gone(receive, messages)
+        finally:
+            self._watching = False
+
+    async def _watch_until_gone(self, receive: Receive, messages: asyncio.Queue[Message]) -> None:
+        body_ended = False
         while True:
             message = await receive()
             self.look_at_request(message)
             messages.put_nowait(message)
             if message["type"] == "http.disconnect":
                 return
+            if body_ended:
+                # A server whose receive answers at once after the body (no ASGI server does):
+                # nothing to watch for, and the app reads it directly again.
+                return
+            body_ended = not message.get("more_body", False)
 
     def look_at_request(self, message: Message) -> None:
         if message["type"] == "http.disconnect" and not self.complete:

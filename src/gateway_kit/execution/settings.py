@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..settings import check_seconds
+from .request_rows import PROCESS_TTL
 from .state import DEFAULT_GRACE, DEFAULT_RESPONSE_TIMEOUT, Timings
 
 # The fallback reads a pane twice, a hold apart (3 s by default), and tmux may be slow.
@@ -21,6 +22,9 @@ class ExecutionSettings:
         before the session counts as idle.
     :param fallback_timeout: seconds the `heartbeat_fallback` plugins may take in all (then
         the decision is a skip).
+    :param process_ttl: seconds after which the open requests of a gateway process that
+        stopped renewing its row (it died) count as ended with it; each process renews it
+        every third of that.
     :param retention: seconds ended requests and decisions are kept.
     :param prune_interval: seconds between two prunings of what is older.
     """
@@ -28,12 +32,13 @@ class ExecutionSettings:
     response_timeout: float = DEFAULT_RESPONSE_TIMEOUT
     grace: float = DEFAULT_GRACE
     fallback_timeout: float = DEFAULT_FALLBACK_TIMEOUT
+    process_ttl: float = PROCESS_TTL
     retention: float = DEFAULT_RETENTION
     prune_interval: float = DEFAULT_PRUNE_INTERVAL
 
     def __post_init__(self) -> None:
         self.timings  # checks response_timeout and grace  # noqa: B018
-        for name in ("fallback_timeout", "retention", "prune_interval"):
+        for name in ("fallback_timeout", "process_ttl", "retention", "prune_interval"):
             check_seconds(name, getattr(self, name))
 
     @property

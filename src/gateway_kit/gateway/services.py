@@ -272,7 +272,7 @@ def build_execution(
     log: EventLog, plugins: Plugins, settings: ExecutionSettings | None, *, observe: bool
 ) -> ExecutionParts:
     settings = settings or ExecutionSettings()
-    rows = RequestRows(log)
+    rows = RequestRows(log, process_ttl=settings.process_ttl)
     recorder = ExecutionRecorder(rows) if observe else None
     decider = HeartbeatDecider(log, plugins, settings=settings, recorder=recorder, rows=rows)
     return ExecutionParts(recorder, decider, bindings_of(log))
