@@ -14,6 +14,10 @@ binds 127.0.0.1 on a free port, writes the port to PORT_FILE and serves KIND unt
 - ``hello-bare`` / ``hello-gateway``: one small Flask route, under bare `a2wsgi` or through
   `Gateway`, with the same worker threads (``hello-gateway-cookie``: through a strict
   `Gateway` that resolves every request's Flask session cookie).
+- ``chat-observed`` / ``chat-unobserved``: a small Flask app answering OpenAI-style
+  ``POST /v1/chat/completions`` (a JSON answer, or with ``"stream": true`` an SSE stream of
+  ``max_tokens`` chunks of about 1 KiB), through `Gateway` with its execution observer, or
+  with ``observe_execution=False``.
 - ``socketio-bare``: a bare python-socketio server at ``/gateway/socket.io``, whose
   ``subscribe`` joins a room per stream and whose ``POST /bench/append`` emits the event to
   that room from memory (the same envelope shape as the gateway's).
@@ -35,7 +39,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +47,7 @@ import uvicorn
 from _common import TYPE, encode, payload
 from _harness import DEFAULT_NOOP_PLUGINS, PLUGINS_VAR, USER, raise_open_files, uvicorn_stack
 from a2wsgi import WSGIMiddleware
-from flask import Flask, jsonify, request
+from flask import Flask, Response, jsonify, request
 from flask.typing import ResponseReturnValue
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
@@ -290,6 +294,88 @@ def hello_gateway_cookie(db_file: str) -> Gateway:
     )
 
 
+# --- an OpenAI-style chat app, for the execution observer benchmark -------------------------
+
+
+CHAT_ID = "chatcmpl-bench"
+CHAT_CREATED = 1_764_000_000
+CHUNK_BYTES = 1024  # each stream chunk's whole ``data: ...\n\n`` frame
+DEFAULT_CHUNKS = 2000
+
+
+def chat_chunk(content: str, finish_reason: str | None) -> dict[str, Any]:
+    delta = {"content": content} if content else {}
+    return {
+        "id": CHAT_ID,
+        "object": "chat.completion.chunk",
+        "created": CHAT_CREATED,
+        "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def sse_frame(data: dict[str, Any]) -> bytes:
+    return f"data: {encode(data)}\n\n".encode()
+
+
+def filled_frame() -> bytes:
+    """A chunk whose frame is `CHUNK_BYTES` long: its content fills what the envelope leaves."""
+    room = CHUNK_BYTES - len(sse_frame(chat_chunk("x", None))) + 1
+    return sse_frame(chat_chunk(("lorem ipsum " * (room // 12 + 1))[:room], None))
+
+
+def chat_flask() -> Flask:
+    """``POST /v1/chat/completions`` as an OpenAI-compatible server answers it, doing as
+    little as it can: its chunks are encoded once, so the observer's share of each request is
+    as large as it can be."""
+    app = Flask("chat")
+    answer = {
+        "id": CHAT_ID,
+        "object": "chat.completion",
+        "created": CHAT_CREATED,
+        "model": "bench",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Hello! How can I help?"},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 7, "total_tokens": 16},
+    }
+    chunk = filled_frame()
+    last = sse_frame(chat_chunk("", "stop")) + b"data: [DONE]\n\n"
+
+    @app.post("/v1/chat/completions")
+    def completions() -> ResponseReturnValue:
+        body = request.get_json()
+        if not body.get("stream"):
+            return jsonify(answer)
+        chunks = int(body.get("max_tokens") or DEFAULT_CHUNKS)
+
+        def frames() -> Iterator[bytes]:
+            for _ in range(chunks - 1):
+                yield chunk
+            yield last
+
+        return Response(frames(), mimetype="text/event-stream", headers=SSE_HEADERS)
+
+    return app
+
+
+def chat_gateway(db_file: str, *, observe: bool) -> Gateway:
+    log = EventLog(f"sqlite:///{db_file}")
+    return Gateway(
+        chat_flask(),
+        allow_anonymous=True,
+        log=log,
+        wsgi_workers=WSGI_WORKERS,
+        plugins=noop_plugins(),
+        load_entry_points=False,  # exactly the built-ins and the no-op plugins
+        observe_execution=observe,
+    )
+
+
 def socketio_bare(db_file: str | None = None) -> Any:
     """python-socketio alone: rooms per stream, events emitted from memory, or emitted once
     committed to raw sqlite3 in `db_file`."""
@@ -369,6 +455,8 @@ def build(kind: str, db_file: str | None) -> Any:
         return hello_gateway(db_file)
     if kind == "hello-gateway-cookie":
         return hello_gateway_cookie(db_file)
+    if kind in ("chat-observed", "chat-unobserved"):
+        return chat_gateway(db_file, observe=kind == "chat-observed")
     raise SystemExit(f"unknown server kind {kind!r}")
 
 

@@ -13,7 +13,9 @@ then one JSON line with what it measured.
 - ``idle``: `count` raw sockets, each sending one SSE request and reading its response head, then
   holding the connection open without reading, until a line arrives on stdin.
 - ``load``: `concurrency` httpx clients sending GET `url` back to back for `seconds` (the
-  fallback load generator when wrk is not installed).
+  fallback load generator when wrk is not installed); with `method` and `body`, that request
+  instead, and with `header_variants`, client k's headers are the k-th (round robin). It
+  counts the answers and the bytes of their bodies.
 - ``sockets``: `count` python-socketio clients of `base` over websocket, client k subscribed to
   stream ``s<k mod streams>`` (with a one-time ticket first when `tickets` is set), tallied as
   ``sse`` is; it says ``ready`` once all are connected and subscribed.
@@ -214,13 +216,16 @@ async def idle(job: Job) -> dict[str, Any]:
 
 
 async def load(job: Job) -> dict[str, Any]:
-    done = errors = 0
+    done = errors = received = 0
     stop_at = 0.0
+    method, body = job.get("method", "GET"), job.get("body")
+    variants: list[dict[str, str]] = job.get("header_variants") or [{}]
 
-    async def worker(client: httpx.AsyncClient) -> None:
-        nonlocal done, errors
+    async def worker(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+        nonlocal done, errors, received
         while time.perf_counter() < stop_at:
-            response = await client.get(job["url"])
+            response = await client.request(method, job["url"], content=body, headers=headers)
+            received += len(response.content)
             if response.status_code == 200:
                 done += 1
             else:
@@ -232,9 +237,11 @@ async def load(job: Job) -> dict[str, Any]:
         print("ready", flush=True)
         start = time.perf_counter()
         stop_at = start + job["seconds"]
-        await asyncio.gather(*[worker(client) for _ in range(job["concurrency"])])
+        await asyncio.gather(
+            *[worker(client, variants[k % len(variants)]) for k in range(job["concurrency"])]
+        )
         elapsed = time.perf_counter() - start
-    return {"requests": done, "errors": errors, "seconds": elapsed}
+    return {"requests": done, "errors": errors, "bytes": received, "seconds": elapsed}
 
 
 async def envelopes(job: Job) -> dict[str, Any]:
