@@ -253,10 +253,12 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         "RunRoutes",
         "TicketRoutes",
         "UsageRoutes",
+        "HeartbeatRoutes",
         "Mount",
         "PrefixNotFound",
         "LegacyTaskPoll",
         "Observer",
+        "ExecutionObserver",  # nearest the app: it sees the answers as they leave it
         "WrappedApp",
     ]
 

@@ -27,6 +27,13 @@ from .exceptions import (
     UpstreamTooFarBehind,
     UpstreamUnavailable,
 )
+from .execution.decider import HeartbeatDecider, HeartbeatDecision
+from .execution.observer import ExecutionObserver
+from .execution.recorder import ExecutionRecorder
+from .execution.routes import HeartbeatRoutes
+from .execution.settings import ExecutionSettings
+from .execution.state import ExecutionState
+from .execution.tmux import Tmux, TmuxError
 from .gateway import Gateway
 from .hooks import GuardVeto, PluginContext, Plugins, RecoveryPlan, hookimpl
 from .http.fallback import PrefixNotFound
@@ -56,11 +63,18 @@ __all__ = [
     "Event",
     "EventLog",
     "EventLogError",
+    "ExecutionObserver",
+    "ExecutionRecorder",
+    "ExecutionSettings",
+    "ExecutionState",
     "Gateway",
     "GatewayKitError",
     "GatewaySettings",
     "GooseUpstream",
     "GuardVeto",
+    "HeartbeatDecider",
+    "HeartbeatDecision",
+    "HeartbeatRoutes",
     "IdentityMiddleware",
     "InvalidCursor",
     "InvalidEvent",
@@ -96,6 +110,8 @@ __all__ = [
     "StreamRoutes",
     "SweepOwnedRuns",
     "TicketRoutes",
+    "Tmux",
+    "TmuxError",
     "ToolCall",
     "UpstreamAuthError",
     "UpstreamBadRequest",

@@ -152,8 +152,11 @@ class ExecutionRecorder:
         renew_every = self.rows.process_ttl / 3
         backoff = Backoff(0.1, 5.0)
         while True:
+            # Not wait_for: in Python 3.11 it may swallow a cancel that comes as the wait ends,
+            # and a writer that outlives its loop's shutdown holds that shutdown up.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), renew_every)
+                async with asyncio.timeout(renew_every):
+                    await self._changed.wait()
             self._changed.clear()
             batch, self._pending = self._pending, {}
             noted = self._noted
