@@ -109,6 +109,7 @@ def test_tool_calls_give_a_grace_then_idle(log: EventLog, pace: Pace) -> None:
             body = {"stream": False, "finish_reason": "tool_calls"}
             answer = await client.post("/v1/chat/completions", json=body, headers=AGENT)
             assert answer.json()["choices"][0]["finish_reason"] == "tool_calls"
+            # The answer is whole, and the request ended before its last bytes left.
             grace = await heartbeat(client)
             assert (grace["state"], grace["decision"], grace["reason"]) == (
                 "POST_RESPONSE_GRACE", "skip", "post_response_grace",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..types import ASGIApp, Message, Receive, Scope, Send
 from .finish_reason import ResponseReader
@@ -50,13 +50,21 @@ class ExecutionObserver:
         await ObservedRequest(self.recorder, tmux_session, scope).serve(self.app, receive, send)
 
 
+def content_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            return int(value) if value.isdigit() else None
+    return None
+
+
 class ObservedRequest:
     """One request of a tmux session, from its start to its last byte.
 
     A client that leaves is noticed when the server says so (``http.disconnect``), whether or
     not the app asks: once the answer has started and the app is not itself waiting for a
     message, a watcher reads the server's messages and hands them to the app's next
-    ``receive`` calls in order (an answer sent whole needs none). A WSGI app behind a2wsgi
+    ``receive`` calls in order. Only streams are watched: an answer that is no stream goes
+    out at once, and ends its request when it has. A WSGI app behind a2wsgi
     never asks, and a server drops what is sent after the client left: without the watcher,
     a stream's client could leave unnoticed.
     """
@@ -73,6 +81,8 @@ class ObservedRequest:
         self._messages: asyncio.Queue[Message] | None = None  # once the watcher reads them
         self._watcher: asyncio.Task[None] | None = None
         self._watching = False
+        self.length: int | None = None  # the answer's Content-Length, when it has one
+        self.sent = 0  # bytes of the answer sent so far
         recorder.started(self.request_id, tmux_session, scope["method"], scope["path"])
 
     async def serve(self, app: ASGIApp, receive: Receive, send: Send) -> None:
@@ -95,8 +105,8 @@ class ObservedRequest:
             except OSError:  # the client is gone: servers raise it from a write that failed
                 self.client_left()
                 raise
-            if self._watcher is None and message.get("more_body") and not self._receiving:
-                # The answer goes on: from now on the client may leave in the middle of it.
+            if self._watcher is None and self.streaming and not self._receiving:
+                # A stream has begun: from now on its client may leave in the middle of it.
                 self._watcher = asyncio.create_task(self._watch(receive))
 
         failed = True
@@ -106,8 +116,7 @@ class ObservedRequest:
         finally:
             if self._watcher is not None:
                 self._watcher.cancel()
-            outcome, reason, terminal = self.ending(failed)
-            self.recorder.ended(self.request_id, outcome, finish_reason=reason, terminal=terminal)
+            self.record_end(failed)
 
     async def _watch(self, receive: Receive) -> None:
         messages = self._messages = asyncio.Queue()
@@ -131,6 +140,10 @@ class ObservedRequest:
                 return
             body_ended = not message.get("more_body", False)
 
+    @property
+    def streaming(self) -> bool:
+        return self.reader is not None and self.reader.streaming and not self.complete
+
     def look_at_request(self, message: Message) -> None:
         if message["type"] == "http.disconnect" and not self.complete:
             self.client_left()
@@ -148,16 +161,33 @@ class ObservedRequest:
         kind = message["type"]
         if kind == "http.response.start":
             self.status = message["status"]
-            self.reader = ResponseReader.for_headers(message.get("headers") or ())
+            headers = message.get("headers") or ()
+            self.reader = ResponseReader.for_headers(headers)
+            self.length = content_length(headers)
             if self.reader.streaming:
                 self.recorder.sse_opened(self.request_id)
-        elif kind == "http.response.body" and self.reader is not None:
+        elif kind == "http.response.body" and self.reader is not None and not self.complete:
             body = message.get("body", b"")
             if body:
                 self.reader.feed(body)
+                self.sent += len(body)
             if not message.get("more_body", False):
-                self.reader.end()
-                self.complete = True
+                self.body_sent()
+            elif self.length is not None and self.sent >= self.length:
+                # Whole by its length: a2wsgi sends an empty last message after it, which the
+                # client does not wait for; the request ends before its last bytes leave.
+                self.body_sent()
+                self.record_end(failed=False)
+
+    def body_sent(self) -> None:
+        assert self.reader is not None
+        self.reader.end()
+        self.complete = True
+
+    def record_end(self, failed: bool) -> None:
+        """Note how the request ended (once: later notes of it are ignored)."""
+        outcome, reason, terminal = self.ending(failed)
+        self.recorder.ended(self.request_id, outcome, finish_reason=reason, terminal=terminal)
 
     def ending(self, failed: bool) -> tuple[Outcome, str | None, bool]:
         """(how the response ended, its finish_reason, whether its terminal event came)."""

@@ -1,30 +1,37 @@
 """`ExecutionRecorder`: one process's observed requests, written to the database behind them.
 
 The observer notes each change of a request here (started, stream opened, ended) without
-waiting; one writer task writes what changed since its last write in one transaction, in a
-worker thread, and starts again at once if more changed meanwhile. So a request never waits
-for the database, and under load many changes share one commit. What is pending is one row per
-request (a newer change replaces an older one of the same request), so it is bounded by the
-requests open at once, plus those that ended since the last write: while the database is away
-those are kept up to `max_pending`, the oldest ended ones dropped first (logged once). The
-writer retries with growing pauses and renews this process's row at least every third of
-the process TTL, so other processes know its open requests are still open.
+waiting. One writer task writes, in a worker thread and one transaction, what a `window` of
+changes left to write, and only that:
 
-`flush` waits until every change noted before it is written: a decision in this process never
-misses what this process saw.
+- a request that started and ended within the window is written once, ended; and of several
+  such requests of one tmux session only the one that ended last, since the state of a session
+  is folded from its newest request and its newest answer alone;
+- a request still open is written (open) once it is older than the window, so that other
+  processes see it waiting or streaming; its end is then written too;
+- at least every third of the process TTL this process's row is renewed, so that other
+  processes know its open requests are still open.
+
+So a request never waits for the database, other processes see a change within about two
+windows, and under load a handful of rows share each commit. `flush` writes everything at once
+(open requests too) and waits for it: a decision in this process never misses what it saw.
+
+Memory is bounded by the requests open at once, plus those that ended since the last write:
+while the database is away those are kept up to `max_pending`, the oldest ended ones dropped
+first (logged once), and the writer retries with growing pauses.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import socket
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..log.reconnect import Backoff
 from .request_rows import RequestRows
@@ -32,6 +39,7 @@ from .state import Outcome, RequestRecord
 
 logger = logging.getLogger("gateway_kit.heartbeat")
 
+DEFAULT_WINDOW = 0.05
 DEFAULT_MAX_PENDING = 10_000
 MAX_PATH_CHARS = 200
 WRITE_FAILED = "writing the execution state failed (%s); %d requests wait, trying again"
@@ -47,9 +55,43 @@ def process_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+@dataclass(slots=True)
+class Observed:
+    """A request as the observer sees it change; a `RequestRecord` once written."""
+
+    request_id: str
+    tmux_session: str
+    method: str
+    path: str
+    started_at: float
+    sse_opened_at: float | None = None
+    ended_at: float | None = None
+    outcome: str | None = None
+    finish_reason: str | None = None
+    terminal_at: float | None = None
+    written_open: bool = False  # its row is in the database, open: its end must follow
+
+    def record(self, process: str) -> RequestRecord:
+        return RequestRecord(
+            self.request_id,
+            self.tmux_session,
+            process,
+            self.method,
+            self.path,
+            self.started_at,
+            self.sse_opened_at,
+            self.ended_at,
+            self.outcome,
+            self.finish_reason,
+            self.terminal_at,
+        )
+
+
 class ExecutionRecorder:
     """:param rows: where the requests are written.
     :param clock: the time of each change (epoch seconds).
+    :param window: seconds of changes one write gathers (and the age from which an open
+        request is written).
     :param max_pending: ended requests kept unwritten while the database is away, at most.
     """
 
@@ -58,17 +100,20 @@ class ExecutionRecorder:
         rows: RequestRows,
         *,
         clock: Callable[[], float] = time.time,
+        window: float = DEFAULT_WINDOW,
         max_pending: int = DEFAULT_MAX_PENDING,
     ) -> None:
         self.rows = rows
         self.clock = clock
+        self.window = window
         self.max_pending = max_pending
         self.process = process_name()
-        self._open: dict[str, RequestRecord] = {}
-        self._pending: dict[str, RequestRecord] = {}
+        self._open: dict[str, Observed] = {}
+        self._pending: dict[str, Observed] = {}
         self._noted = 0  # changes noted so far
-        self._written = 0  # changes noted before the last successful write began
+        self._written = 0  # changes noted before the last write of everything began
         self._changed = asyncio.Event()
+        self._urgent = asyncio.Event()
         self._progress = asyncio.Condition()
         self._writer: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -81,21 +126,15 @@ class ExecutionRecorder:
     # --- what the observer notes ----------------------------------------------------------
 
     def started(self, request_id: str, tmux_session: str, method: str, path: str) -> None:
-        record = RequestRecord(
-            request_id=request_id,
-            tmux_session=tmux_session,
-            process=self.process,
-            method=method,
-            path=path[:MAX_PATH_CHARS],
-            started_at=self.clock(),
-        )
-        self._open[request_id] = record
-        self._note(record)
+        observed = Observed(request_id, tmux_session, method, path[:MAX_PATH_CHARS], self.clock())
+        self._open[request_id] = observed
+        self._note(observed)
 
     def sse_opened(self, request_id: str) -> None:
-        record = self._open.get(request_id)
-        if record is not None and record.sse_opened_at is None:
-            self._change(dataclasses.replace(record, sse_opened_at=self.clock()))
+        observed = self._open.get(request_id)
+        if observed is not None and observed.sse_opened_at is None:
+            observed.sse_opened_at = self.clock()
+            self._note(observed)
 
     def ended(
         self,
@@ -105,29 +144,44 @@ class ExecutionRecorder:
         finish_reason: str | None = None,
         terminal: bool = False,
     ) -> None:
-        record = self._open.pop(request_id, None)
-        if record is None:
+        observed = self._open.pop(request_id, None)
+        if observed is None:
             return
-        now = self.clock()
-        self._note(
-            dataclasses.replace(
-                record,
-                ended_at=now,
-                outcome=outcome.value,
-                finish_reason=finish_reason,
-                terminal_at=now if terminal else None,
-            )
-        )
+        observed.ended_at = now = self.clock()
+        observed.outcome = outcome.value
+        observed.finish_reason = finish_reason
+        observed.terminal_at = now if terminal else None
+        self._note(observed)
 
-    def _change(self, record: RequestRecord) -> None:
-        self._open[record.request_id] = record
-        self._note(record)
-
-    def _note(self, record: RequestRecord) -> None:
-        self._pending[record.request_id] = record
+    def _note(self, observed: Observed) -> None:
+        self._pending[observed.request_id] = observed
         self._noted += 1
         self._changed.set()
         self._start_writer()
+
+    # --- what one write takes -------------------------------------------------------------
+
+    def _take(self, now: float, everything: bool) -> list[RequestRecord]:
+        """The rows to write now; what is left waits for the next write."""
+        rows: list[RequestRecord] = []
+        newest_end: dict[str, Observed] = {}  # per session: its ended request never written
+        left: dict[str, Observed] = {}
+        for request_id, observed in self._pending.items():
+            if observed.ended_at is None:
+                if everything or observed.written_open or now - observed.started_at >= self.window:
+                    observed.written_open = True
+                    rows.append(observed.record(self.process))
+                else:
+                    left[request_id] = observed  # may well end before the next write
+            elif observed.written_open:
+                rows.append(observed.record(self.process))
+            else:
+                known = newest_end.get(observed.tmux_session)
+                if known is None or (known.ended_at or 0.0) <= observed.ended_at:
+                    newest_end[observed.tmux_session] = observed
+        rows += [observed.record(self.process) for observed in newest_end.values()]
+        self._pending = left
+        return rows
 
     # --- the writer -----------------------------------------------------------------------
 
@@ -140,6 +194,7 @@ class ExecutionRecorder:
             # asyncio's primitives belong to one loop: a new loop (a new server) gets new ones.
             self._loop = loop
             self._changed = asyncio.Event()
+            self._urgent = asyncio.Event()
             self._progress = asyncio.Condition()
         self._changed.set()
         self._writer = asyncio.create_task(self._write_forever(), name="execution-recorder")
@@ -148,24 +203,31 @@ class ExecutionRecorder:
         """Start writing (and renewing this process's row) in the running loop."""
         self._start_writer()
 
+    async def _wait(self, event: asyncio.Event, seconds: float) -> None:
+        # Not wait_for: in Python 3.11 it may swallow a cancel that comes as the wait ends,
+        # and a writer that outlives its loop's shutdown holds that shutdown up.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await event.wait()
+
     async def _write_forever(self) -> None:
         renew_every = self.rows.process_ttl / 3
         backoff = Backoff(0.1, 5.0)
         while True:
-            # Not wait_for: in Python 3.11 it may swallow a cancel that comes as the wait ends,
-            # and a writer that outlives its loop's shutdown holds that shutdown up.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(renew_every):
-                    await self._changed.wait()
+            await self._wait(self._changed, renew_every)
+            if not self._urgent.is_set():
+                await self._wait(self._urgent, self.window)  # gather a window of changes
+            everything = self._urgent.is_set()
             self._changed.clear()
-            batch, self._pending = self._pending, {}
+            self._urgent.clear()
             noted = self._noted
+            rows = self._take(self.clock(), everything)
             try:
                 await asyncio.to_thread(
-                    self.rows.write, list(batch.values()), process=self.process, now=self.clock()
+                    self.rows.write, rows, process=self.process, now=self.clock()
                 )
             except Exception as exc:  # the database away, or a bug: retry, never give up
-                self._restore(batch)
+                self._restore(rows)
                 if not backoff.failures:
                     logger.warning(WRITE_FAILED, exc, len(self._pending))
                 await asyncio.sleep(backoff.next())
@@ -174,34 +236,54 @@ class ExecutionRecorder:
             if backoff.failures:
                 logger.info(WRITING_AGAIN)
                 backoff.reset()
-            async with self._progress:
-                self._written = noted
-                self._progress.notify_all()
+            if self._pending:
+                self._changed.set()  # open requests left for later
+            if everything:
+                async with self._progress:
+                    self._written = noted
+                    self._progress.notify_all()
 
-    def _restore(self, batch: dict[str, RequestRecord]) -> None:
-        """Put a failed batch back under what changed since (newer rows win), within bounds."""
-        batch.update(self._pending)
-        self._pending = batch
-        excess = len(batch) - self.max_pending
+    def _restore(self, rows: list[RequestRecord]) -> None:
+        """Put a failed write back under what changed since (newer changes win), within
+        bounds."""
+        for row in rows:
+            if row.request_id not in self._pending:
+                observed = self._open.get(row.request_id) or Observed(
+                    row.request_id,
+                    row.tmux_session,
+                    row.method,
+                    row.path,
+                    row.started_at,
+                    row.sse_opened_at,
+                    row.ended_at,
+                    row.outcome,
+                    row.finish_reason,
+                    row.terminal_at,
+                    written_open=True,  # whether it was or not, its end is written then
+                )
+                self._pending[row.request_id] = observed
+        excess = len(self._pending) - self.max_pending
         if excess <= 0:
             return
         ended = sorted(
-            (record for record in batch.values() if not record.open),
-            key=lambda record: record.ended_at or 0.0,
+            (observed for observed in self._pending.values() if observed.ended_at is not None),
+            key=lambda observed: observed.ended_at or 0.0,
         )
-        for record in ended[:excess]:
-            del batch[record.request_id]
+        for observed in ended[:excess]:
+            del self._pending[observed.request_id]
         if not self._dropped:
             logger.warning(DROPPED, min(excess, len(ended)))
         self._dropped += min(excess, len(ended))
 
     async def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every change noted so far is written; False if that took over `timeout`
-        seconds (the database is away)."""
+        """Write every change noted so far, open requests too, and wait until it is written;
+        False if that took over `timeout` seconds (the database is away)."""
         target = self._noted
         if self._written >= target:
             return True
         self._start_writer()
+        self._urgent.set()
+        self._changed.set()
         try:
             async with asyncio.timeout(timeout), self._progress:
                 await self._progress.wait_for(lambda: self._written >= target)
