@@ -254,25 +254,23 @@ def row_kinds(db_file: Path) -> str:
 
 
 def recording_shortfall(side: Side, workloads: list[Workload]) -> list[str]:
-    """What the observed server has not written (yet): a row for every request answered whole,
-    and for each but those in flight when a load run stopped, its completion with "stop".
+    """What the observed server has not written (yet): for each workload and each tmux
+    session, its newest answer, completed with "stop", and no request left open.
 
-    Those few may be written as the client leaving (``client_closed``): a2wsgi sends a
-    body's last bytes before the empty message that ends it, and the load generator, having
-    read the whole answer, may close its connections in between."""
+    The recorder writes a window of changes at once, and of a session's short requests within
+    one window only the one that ended last (a session's state is folded from its newest
+    request and answer): rows are far fewer than requests, but every session has its own."""
     assert side.server.db_file is not None
     short = []
     for workload in workloads:
-        answered = side.answered[workload.name]
-        in_flight = side.runs[workload.name] * workload.connections
         where = ROWS_OF[workload.name]
-        rows = count_rows(side.server.db_file, where)
-        stopped = count_rows(side.server.db_file, where + STOPPED)
-        if rows < answered or stopped < answered - in_flight:
-            short.append(
-                f"{workload.name}: {rows:,} rows, {stopped:,} completed with stop, for "
-                f"{answered:,} answered whole ({in_flight:,} at most in flight at a run's end)"
-            )
+        for session in SESSIONS:
+            mine = f"{where} AND tmux_session = '{session}'"
+            if not count_rows(side.server.db_file, mine + STOPPED):
+                short.append(f"{workload.name}: nothing of {session} completed with stop")
+        still_open = count_rows(side.server.db_file, f"{where} AND ended_at IS NULL")
+        if still_open:
+            short.append(f"{workload.name}: {still_open:,} requests still open")
     return short
 
 

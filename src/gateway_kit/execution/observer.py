@@ -16,7 +16,6 @@ the bytes a client receives.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable, Iterable
 
 from ..types import ASGIApp, Message, Receive, Scope, Send
@@ -72,7 +71,7 @@ class ObservedRequest:
     def __init__(self, recorder: ExecutionRecorder, tmux_session: str, scope: Scope) -> None:
         self.recorder = recorder
         self.scope = scope
-        self.request_id = uuid.uuid4().hex
+        self.request_id = recorder.next_request_id()
         self.reader: ResponseReader | None = None
         self.status = 0
         self.complete = False  # the last body message was sent

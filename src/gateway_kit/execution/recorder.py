@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -108,6 +109,9 @@ class ExecutionRecorder:
         self.window = window
         self.max_pending = max_pending
         self.process = process_name()
+        # Request ids: this process's random tag and a count, unique among every process's.
+        self._tag = uuid.uuid4().hex[:12]
+        self._ids = itertools.count(1)
         self._open: dict[str, Observed] = {}
         self._pending: dict[str, Observed] = {}
         self._noted = 0  # changes noted so far
@@ -118,6 +122,9 @@ class ExecutionRecorder:
         self._writer: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._dropped = 0
+
+    def next_request_id(self) -> str:
+        return f"{self._tag}-{next(self._ids)}"
 
     @property
     def open_requests(self) -> int:
