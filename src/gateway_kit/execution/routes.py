@@ -29,6 +29,9 @@ BAD_LIMIT = "limit must be an integer from 1 to {max}, got {value!r}"
 
 
 def path_tmux_session(request: Request) -> str:
+    """The tmux session the path names; a 401 without a principal first, then a 400 for an id
+    no tmux session can have."""
+    request.principal  # noqa: B018
     tmux_session = request.path_params["tmux_session_id"]
     problem = tmux_session_problem(tmux_session)
     if problem is not None:
