@@ -98,6 +98,7 @@ def test_a_client_that_leaves_mid_stream_makes_the_session_stale(log: EventLog, 
             assert (stale["decision"], stale["reason"]) == ("allow", "client_closed")
             assert stale["evidence"]["last_client_close_before_terminal"] is True
             assert not pace.finished.is_set()
+            pace.release()  # the app's thread, writing into the void, may now end
 
     with serve(log, pace) as base:
         asyncio.run(scenario(base))
