@@ -23,6 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..exceptions import LogClosed
 from ..log import EventLog
+from ..log.per_log import PerLog
 from .tables import bindings
 
 REFRESH_INTERVAL = 2.0
@@ -93,14 +94,9 @@ class TmuxBindings:
             self._cache = fresh
 
 
-_BINDINGS: weakref.WeakKeyDictionary[EventLog, TmuxBindings] = weakref.WeakKeyDictionary()
-_BINDINGS_LOCK = threading.Lock()
+_BINDINGS = PerLog(TmuxBindings)
 
 
 def bindings_of(log: EventLog) -> TmuxBindings:
     """The one `TmuxBindings` of `log` in this process, shared by whoever binds and reads."""
-    with _BINDINGS_LOCK:
-        found = _BINDINGS.get(log)
-        if found is None:
-            found = _BINDINGS[log] = TmuxBindings(log)
-        return found
+    return _BINDINGS(log)

@@ -31,6 +31,7 @@ import sqlalchemy as sa
 
 from ..exceptions import DatabaseUnavailable, LogClosed
 from ..log import EventLog
+from ..log.per_log import PerLog
 from ..settings import DEFAULT_CREDENTIAL_REFRESH_INTERVAL, DEFAULT_CREDENTIAL_STALE_AFTER
 from .tables import api_tokens, revoked_logins
 
@@ -307,17 +308,12 @@ class CredentialView:
 PRUNE_LOGINS = revoked_logins.delete().where(revoked_logins.c.revoked_at < sa.bindparam("cutoff"))
 PRUNE_EVERY = 600.0  # seconds between prunes of ended logins, at most
 
-_views: weakref.WeakKeyDictionary[EventLog, CredentialView] = weakref.WeakKeyDictionary()
-_views_lock = threading.Lock()
+_VIEWS = PerLog(CredentialView)
 
 
 def credentials_of(log: EventLog) -> CredentialView:
     """The one view of `log`'s credentials in this process."""
-    with _views_lock:
-        view = _views.get(log)
-        if view is None:
-            view = _views[log] = CredentialView(log)
-        return view
+    return _VIEWS(log)
 
 
 def _known(row: Any) -> KnownToken:
