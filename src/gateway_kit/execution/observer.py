@@ -52,7 +52,7 @@ class ExecutionObserver:
 def content_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
     for name, value in headers:
         if name.lower() == b"content-length":
-            return int(value) if value.isdigit() else None
+            return int(value) if value.isdigit() and len(value) < 19 else None
     return None
 
 

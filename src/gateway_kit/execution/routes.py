@@ -43,7 +43,8 @@ def query_limit(request: Request, default: int = 50) -> int:
     value = request.query.get("limit")
     if value is None:
         return default
-    if not value.isdigit() or not 1 <= int(value) <= MAX_LISTED:
+    # Its length first: Python refuses to read an integer of thousands of digits.
+    if not (value.isdigit() and len(value) <= 6) or not 1 <= int(value) <= MAX_LISTED:
         raise HTTPError(400, INVALID_LIMIT, BAD_LIMIT.format(max=MAX_LISTED, value=value[:40]))
     return int(value)
 
