@@ -168,25 +168,25 @@ class ExecutionRecorder:
 
     # --- what one write takes -------------------------------------------------------------
 
-    def _take(self, now: float, everything: bool) -> list[RequestRecord]:
-        """The rows to write now; what is left waits for the next write."""
-        rows: list[RequestRecord] = []
+    def _take(self, now: float, everything: bool) -> list[Observed]:
+        """The requests to write now; what is left waits for the next write."""
+        rows: list[Observed] = []
         newest_end: dict[str, Observed] = {}  # per session: its ended request never written
         left: dict[str, Observed] = {}
         for request_id, observed in self._pending.items():
             if observed.ended_at is None:
                 if everything or observed.written_open or now - observed.started_at >= self.window:
                     observed.written_open = True
-                    rows.append(observed.record(self.process))
+                    rows.append(observed)
                 else:
                     left[request_id] = observed  # may well end before the next write
             elif observed.written_open:
-                rows.append(observed.record(self.process))
+                rows.append(observed)
             else:
                 known = newest_end.get(observed.tmux_session)
                 if known is None or (known.ended_at or 0.0) <= observed.ended_at:
                     newest_end[observed.tmux_session] = observed
-        rows += [observed.record(self.process) for observed in newest_end.values()]
+        rows += newest_end.values()
         self._pending = left
         return rows
 
@@ -228,13 +228,15 @@ class ExecutionRecorder:
             self._changed.clear()
             self._urgent.clear()
             noted = self._noted
-            rows = self._take(self.clock(), everything)
+            taken = self._take(self.clock(), everything)
+            # Read here, in the loop: the observer changes these objects in the loop only.
+            records = [observed.record(self.process) for observed in taken]
             try:
                 await asyncio.to_thread(
-                    self.rows.write, rows, process=self.process, now=self.clock()
+                    self.rows.write, records, process=self.process, now=self.clock()
                 )
             except Exception as exc:  # the database away, or a bug: retry, never give up
-                self._restore(rows)
+                self._restore(taken)
                 if not backoff.failures:
                     logger.warning(WRITE_FAILED, exc, len(self._pending))
                 await asyncio.sleep(backoff.next())
@@ -250,25 +252,11 @@ class ExecutionRecorder:
                     self._written = noted
                     self._progress.notify_all()
 
-    def _restore(self, rows: list[RequestRecord]) -> None:
-        """Put a failed write back under what changed since (newer changes win), within
-        bounds."""
-        for row in rows:
-            if row.request_id not in self._pending:
-                observed = self._open.get(row.request_id) or Observed(
-                    row.request_id,
-                    row.tmux_session,
-                    row.method,
-                    row.path,
-                    row.started_at,
-                    row.sse_opened_at,
-                    row.ended_at,
-                    row.outcome,
-                    row.finish_reason,
-                    row.terminal_at,
-                    written_open=True,  # whether it was or not, its end is written then
-                )
-                self._pending[row.request_id] = observed
+    def _restore(self, taken: list[Observed]) -> None:
+        """Put a failed write back, within bounds; a request that changed meanwhile is
+        pending already, as the same object."""
+        for observed in taken:
+            self._pending.setdefault(observed.request_id, observed)
         excess = len(self._pending) - self.max_pending
         if excess <= 0:
             return
