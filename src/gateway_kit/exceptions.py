@@ -16,6 +16,11 @@ The tree::
     │   ├── RunConflict           the stream already has an active run (HTTP 409)
     │   ├── RecoveryUsed          the run already had a recovery of this kind
     │   └── RunNotFound           no run with that id (HTTP 404)
+    ├── ApprovalError
+    │   ├── ApprovalNotFound      no approval with that id (HTTP 404)
+    │   └── ApprovalClosed        decided, expired or voided already (HTTP 409; ``approval``)
+    │       ├── ApprovalExpired       nobody decided in time: it counts as rejected (HTTP 410)
+    │       └── ArgumentsChanged      the decision names other arguments (HTTP 409)
     └── UpstreamError             talking to goose failed
         ├── UpstreamUnavailable   goose could not be reached (connect error, timeout)
         │   └── UpstreamTimeout   goose did not answer within the gateway's bound (HTTP 504)
@@ -28,6 +33,8 @@ The tree::
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class GatewayKitError(Exception):
@@ -131,3 +138,27 @@ class SessionBusy(UpstreamHTTPError):
 
 class UpstreamBadRequest(UpstreamHTTPError):
     pass
+
+
+class ApprovalError(GatewayKitError):
+    """An approval cannot be claimed or decided as asked."""
+
+
+class ApprovalNotFound(ApprovalError, LookupError):
+    pass
+
+
+class ApprovalClosed(ApprovalError):
+    """The approval was decided, expired or voided already: `approval` is how it stands."""
+
+    def __init__(self, message: str, approval: Any) -> None:
+        super().__init__(message)
+        self.approval = approval
+
+
+class ApprovalExpired(ApprovalClosed):
+    """Nobody decided in time: the approval counts as rejected."""
+
+
+class ArgumentsChanged(ApprovalClosed):
+    """The decision names other arguments than the approval's: the client was shown others."""

@@ -45,6 +45,8 @@ DEFAULT_TICKET_TTL = 30.0
 DEFAULT_TICKET_RATE = (20, 10.0)  # tickets per credential, per seconds
 DEFAULT_LEGACY_SOCKET_TOKEN_PATH = "/api/socket-token"
 DEFAULT_LEGACY_USAGE_PATH = "/api/usage"
+DEFAULT_LEGACY_APPROVALS_PATH = "/api/plan-approvals/pending"
+DEFAULT_APPROVAL_EXPIRY = 900.0  # seconds a pending approval waits before it is denied
 DEFAULT_REDIS_CHANNEL = "gateway-kit-socketio"  # one per deployment on a shared Redis
 BAD_REDIS_URL = "socketio_redis_url must be None or a Redis URL (redis://...), got {value!r}"
 BAD_REDIS_CHANNEL = "socketio_redis_channel must be a non-empty string, got {value!r}"
@@ -176,6 +178,8 @@ class GatewaySettings:
     credential_stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER
     socketio_redis_url: str | None = None
     socketio_redis_channel: str = DEFAULT_REDIS_CHANNEL
+    approval_expiry: float = DEFAULT_APPROVAL_EXPIRY
+    legacy_approvals_path: str | None = DEFAULT_LEGACY_APPROVALS_PATH
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
@@ -193,6 +197,7 @@ class GatewaySettings:
             "plugin_timeout",
             "pump_scan_interval",
             "owned_run_sweep_interval",
+            "approval_expiry",
         ):
             check_seconds(name, getattr(self, name))
         if not isinstance(self.working_dir, str) or not self.working_dir:
@@ -218,6 +223,13 @@ class GatewaySettings:
                 "legacy_usage_path", self.legacy_usage_path, example=DEFAULT_LEGACY_USAGE_PATH
             )
             set_(self, "legacy_usage_path", path)
+        if self.legacy_approvals_path is not None:
+            path = normalize_path(
+                "legacy_approvals_path",
+                self.legacy_approvals_path,
+                example=DEFAULT_LEGACY_APPROVALS_PATH,
+            )
+            set_(self, "legacy_approvals_path", path)
         origins = self.socket_origins
         if origins is not None:
             if isinstance(origins, str) or not all(_origin(o) for o in origins):

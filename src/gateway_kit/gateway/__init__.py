@@ -15,13 +15,16 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..approvals.settings import ApprovalSettings
 from ..execution.settings import ExecutionSettings
 from ..log import EventLog
 from ..runs.lifecycle_settings import LifecycleSettings
 from ..settings import (
+    DEFAULT_APPROVAL_EXPIRY,
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
     DEFAULT_CREDENTIAL_STALE_AFTER,
+    DEFAULT_LEGACY_APPROVALS_PATH,
     DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
     DEFAULT_LEGACY_TASKS_PATH,
     DEFAULT_LEGACY_USAGE_PATH,
@@ -160,6 +163,13 @@ class Gateway:
     :param legacy_socketio_path: where the legacy app's clients connect to Socket.IO (such as
         ``/socket.io``): the gateway's Socket.IO server answers there too, in the event loop,
         with the tickets ``legacy_socket_token_path`` issues; None leaves that path to the app.
+    :param approval_expiry: seconds a pending approval waits for a decision; then it is
+        denied, and goose is told so (an elicitation waits at most goose's own 300 s).
+    :param approval_settings: every timing of approvals
+        (`gateway_kit.approvals.settings.ApprovalSettings`), ``approval_expiry`` included.
+    :param legacy_approvals_path: where the legacy clients ask for their pending approvals
+        (``GET /api/plan-approvals/pending``), answered from the gateway's approvals in the
+        old shape; None leaves that path to the app.
     """
 
     def __init__(
@@ -208,6 +218,9 @@ class Gateway:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         execution_settings: ExecutionSettings | None = None,
         observe_execution: bool = True,
+        approval_expiry: float = DEFAULT_APPROVAL_EXPIRY,
+        approval_settings: ApprovalSettings | None = None,
+        legacy_approvals_path: str | None = DEFAULT_LEGACY_APPROVALS_PATH,
     ) -> None:
         self.settings = GatewaySettings(
             prefix=prefix,
@@ -238,6 +251,8 @@ class Gateway:
             max_message_bytes=max_message_bytes,
             socketio_redis_url=socketio_redis_url,
             socketio_redis_channel=socketio_redis_channel,
+            approval_expiry=approval_expiry,
+            legacy_approvals_path=legacy_approvals_path,
         )
         self.log = log
         self.upstream = upstream
@@ -265,6 +280,7 @@ class Gateway:
             app_middleware=app_middleware,
             execution_settings=execution_settings,
             observe_execution=observe_execution,
+            approval_settings=approval_settings,
         )
         runs = services.runs
         self.wrapped = services.wrapped
@@ -282,6 +298,8 @@ class Gateway:
         self.socketio: ASGIApp = services.socketio
         # `await gateway.heartbeat.decide(tmux_session_id)`: a scheduler's Python call.
         self.heartbeat = services.execution.decider
+        # The approvals goose waits for (None without an upstream): `claim`, `decide`, ...
+        self.approvals = None if services.approvals is None else services.approvals.service
         # Step two: the parts, in order.
         self.stack = self.build_middleware_stack()
         if allow_anonymous:

@@ -16,7 +16,7 @@ from ..coordination.periodic import Periodic
 from ..execution.bindings import REFRESH_INTERVAL
 from ..http.lifespan import Work, nothing
 from ..identity.credentials import CredentialView
-from .services import ExecutionParts, Services
+from .services import ApprovalParts, ExecutionParts, Services
 
 
 def credential_refresh(view: CredentialView) -> Work:
@@ -51,6 +51,20 @@ def execution_work(execution: ExecutionParts) -> list[Work]:
     return work
 
 
+def approval_work(approvals: ApprovalParts) -> Work:
+    service, delivery = approvals.service, approvals.delivery
+    sweeping = Periodic(service.sweep, service.settings.sweep_interval, "approvals sweep")
+
+    async def start() -> None:
+        sweeping.start()
+
+    async def stop() -> None:
+        await sweeping.stop()
+        await delivery.stop()
+
+    return Work("approvals", start, stop)
+
+
 def background_work(services: Services) -> list[Work]:
     sweeper, streams = services.sweeper, services.streams
     work = [
@@ -64,8 +78,11 @@ def background_work(services: Services) -> list[Work]:
         work += [
             Work("session pumps", runs.pumps.start, runs.pumps.stop),
             Work("run lifecycle", runs.lifecycle.start, runs.lifecycle.stop),
-            Work("upstream connections", nothing, runs.upstream.aclose),
         ]
+        if services.approvals is not None:
+            work.append(approval_work(services.approvals))
+        # Last of the runs' work: the approvals' deliveries use the connections.
+        work.append(Work("upstream connections", nothing, runs.upstream.aclose))
     work += execution_work(services.execution)
     sockets = services.sockets
     if sockets is not None:

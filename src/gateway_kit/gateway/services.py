@@ -15,12 +15,18 @@ from typing import Any
 
 from ..app_runs.guards import RunGuards
 from ..app_runs.sweeper import OwnedRunSweeper
+from ..approvals.delivery import ApprovalDelivery
+from ..approvals.service import ApprovalService
+from ..approvals.settings import ApprovalSettings
+from ..approvals.store import ApprovalStore
+from ..approvals.watch import ApprovalWatch
 from ..execution.bindings import TmuxBindings, bindings_of
 from ..execution.decider import HeartbeatDecider
 from ..execution.observer import ExecutionObserver
 from ..execution.recorder import ExecutionRecorder
 from ..execution.request_rows import RequestRows
 from ..execution.settings import ExecutionSettings
+from ..execution.work import ActiveWork
 from ..hooks import PluginContext, Plugins
 from ..http.middleware import Middleware
 from ..identity.credentials import CredentialView, credentials_of
@@ -64,6 +70,14 @@ class RunParts:
 
 
 @dataclass(slots=True)
+class ApprovalParts:
+    """What approvals are made of; only with an upstream, whose pumps see goose ask."""
+
+    service: ApprovalService
+    delivery: ApprovalDelivery
+
+
+@dataclass(slots=True)
 class ExecutionParts:
     """What the execution state is made of: this process's recorder of observed requests
     (None when the wrapped app is not observed), the decider, the stream bindings."""
@@ -92,6 +106,7 @@ class Services:
     socketio: ASGIApp  # the gateway's Socket.IO server, or the application given instead
     usage: UsageLedger  # read by the usage routes; the usage_ledger plugin writes its own
     execution: ExecutionParts
+    approvals: ApprovalParts | None = None
     app_middleware: list[Middleware] = field(default_factory=list)
 
 
@@ -136,6 +151,7 @@ def build_runs(
     settings: GatewaySettings,
     pump_settings: PumpSettings | None,
     lifecycle_settings: LifecycleSettings | None,
+    approvals: ApprovalService | None = None,
 ) -> RunParts:
     store = RunStore(log)
     lifecycle = RunLifecycle(
@@ -158,6 +174,7 @@ def build_runs(
         settings=pump_settings,
         scan_interval=settings.pump_scan_interval,
         lifecycle=lifecycle,
+        watcher=None if approvals is None else ApprovalWatch(approvals),
     )
     service = RunService(
         log=log,
@@ -184,6 +201,7 @@ def build_services(
     app_middleware: Sequence[Iterable[Any]] = (),
     execution_settings: ExecutionSettings | None = None,
     observe_execution: bool = True,
+    approval_settings: ApprovalSettings | None = None,
 ) -> Services:
     # One view of the credentials per log in a process, shared by every part that checks.
     credentials = credentials_of(log)
@@ -212,9 +230,12 @@ def build_services(
         # A stream ends with the credential that opened it, in every process.
         credentials=credentials,
     )
-    runs = None
+    runs = approvals = None
     if upstream is not None:
-        runs = build_runs(log, upstream, plugins, settings, pump_settings, lifecycle_settings)
+        approvals = build_approvals(log, upstream, settings, approval_settings)
+        runs = build_runs(
+            log, upstream, plugins, settings, pump_settings, lifecycle_settings, approvals.service
+        )
     # Read once: the identity stage and the Socket.IO server share the cookie resolver's.
     logins = cookie_logins(plugins)
     sockets = None
@@ -235,7 +256,16 @@ def build_services(
             max_page_bytes=settings.max_page_bytes,
         )
         socketio = sockets
-    execution = build_execution(log, plugins, execution_settings, observe=observe_execution)
+    execution = build_execution(
+        log,
+        plugins,
+        execution_settings,
+        observe=observe_execution,
+        work=ActiveWork(
+            log,
+            pending_approvals=None if approvals is None else approvals.service.pending_of_streams,
+        ),
+    )
     observed = [Middleware.of(m) for m in app_middleware]
     if execution.recorder is not None:
         # Nearest the wrapped app: it sees the app's answers as they leave it.
@@ -264,15 +294,34 @@ def build_services(
         socketio=socketio,
         usage=UsageLedger(log),
         execution=execution,
+        approvals=approvals,
         app_middleware=observed,
     )
 
 
+def build_approvals(
+    log: EventLog,
+    upstream: GooseUpstream,
+    settings: GatewaySettings,
+    approval_settings: ApprovalSettings | None,
+) -> ApprovalParts:
+    chosen = approval_settings or ApprovalSettings(expiry=settings.approval_expiry)
+    service = ApprovalService(ApprovalStore(log), chosen)
+    return ApprovalParts(service, ApprovalDelivery(service, upstream))
+
+
 def build_execution(
-    log: EventLog, plugins: Plugins, settings: ExecutionSettings | None, *, observe: bool
+    log: EventLog,
+    plugins: Plugins,
+    settings: ExecutionSettings | None,
+    *,
+    observe: bool,
+    work: ActiveWork | None = None,
 ) -> ExecutionParts:
     settings = settings or ExecutionSettings()
     rows = RequestRows(log, process_ttl=settings.process_ttl)
     recorder = ExecutionRecorder(rows) if observe else None
-    decider = HeartbeatDecider(log, plugins, settings=settings, recorder=recorder, rows=rows)
+    decider = HeartbeatDecider(
+        log, plugins, settings=settings, recorder=recorder, rows=rows, work=work
+    )
     return ExecutionParts(recorder, decider, bindings_of(log))

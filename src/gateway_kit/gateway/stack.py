@@ -7,6 +7,7 @@ stops every piece of background work; the parts below only serve requests.
 
 from __future__ import annotations
 
+from ..approvals.routes import ApprovalRoutes
 from ..execution.routes import HeartbeatRoutes
 from ..http.fallback import PrefixNotFound
 from ..http.lifespan import Lifespan
@@ -66,6 +67,14 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
             legacy_path=settings.legacy_usage_path,
         ),
         Middleware(HeartbeatRoutes, decider=services.execution.decider, prefix=prefix),
+        Middleware(
+            ApprovalRoutes,
+            approvals=None if services.approvals is None else services.approvals.service,
+            plugins=plugins,
+            prefix=prefix,
+            max_body_bytes=settings.max_body_bytes,
+            body_timeout=settings.body_timeout,
+        ),
     ]
     if services.sockets is not None:
         parts.append(

@@ -80,10 +80,11 @@ CLOSE_WAIT_SECONDS = 10.0
 
 @dataclass(frozen=True, slots=True)
 class RunEnd:
-    """An insert that ends a run: written only if the run has no terminal event yet, and with
-    `also` run in the same transaction after the insert (it raises to undo everything)."""
+    """An insert with `also` run in the same transaction after it (it raises to undo
+    everything). With a `run_id` it ends that run: written only if the run has no terminal
+    event yet; without one it only writes rows beside the events."""
 
-    run_id: str
+    run_id: str | None
     also: Callable[[Transaction, list[Event]], None] | None = None
 
 

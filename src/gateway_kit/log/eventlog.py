@@ -234,6 +234,31 @@ class EventLog:
         call = functools.partial(self.end_run, stream, type, data, **options)
         return await asyncio.to_thread(call)
 
+    def append_with(
+        self,
+        events: Iterable[Mapping[str, Any]],
+        also: Callable[[Transaction, list[Event]], None],
+    ) -> list[Event]:
+        """Append `events` in one transaction with what `also(transaction, events)` writes to
+        the tables beside the log: a row's change and the events that tell of it are written
+        together, or, when `also` raises, neither is."""
+        items = [self._prepare(e) for e in events]
+        if not items:
+            raise ValueError("append_with writes rows together with events: give at least one")
+        self._check_open()
+        with self._write_lock:
+            written = self._backend.insert(items, time.time(), RunEnd(None, also))
+        if written:
+            self._announce(written)
+        return written
+
+    async def aappend_with(
+        self,
+        events: Iterable[Mapping[str, Any]],
+        also: Callable[[Transaction, list[Event]], None],
+    ) -> list[Event]:
+        return await asyncio.to_thread(self.append_with, list(events), also)
+
     def _commit(self, batch: list[NewEvent]) -> list[Event]:
         events = self._backend.insert(batch, time.time())
         self._announce(events)

@@ -230,9 +230,10 @@ class PostgresBackend:
         conn = self._writer
         assert conn is not None  # inside `_writing`
         with conn.transaction():
-            conn.execute(LOCK_RUN_SQL, (end.run_id,))
-            if conn.execute(run_ended_sql("%s"), (end.run_id,)).fetchone():
-                return []
+            if end.run_id is not None:
+                conn.execute(LOCK_RUN_SQL, (end.run_id,))
+                if conn.execute(run_ended_sql("%s"), (end.run_id,)).fetchone():
+                    return []
             events = self._append(batch, now)
             if end.also is not None:
                 end.also(Transaction(conn, self.dialect), events)

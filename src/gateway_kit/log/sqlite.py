@@ -152,7 +152,8 @@ class SQLiteBackend:
         try:
             # The write lock is held from BEGIN IMMEDIATE: no other process can end the run
             # between this check and the commit.
-            if end is not None and conn.execute(run_ended_sql("?"), (end.run_id,)).fetchone():
+            run_id = None if end is None else end.run_id
+            if run_id is not None and conn.execute(run_ended_sql("?"), (run_id,)).fetchone():
                 conn.execute("ROLLBACK")
                 return []
             version = conn.execute("PRAGMA data_version").fetchone()[0]

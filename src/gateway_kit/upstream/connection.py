@@ -205,7 +205,7 @@ class Connection:
         """
         session = self.session
         await asyncio.sleep(self.lost_run_grace)
-        lost = False
+        lost: list[Run] = []
         for run in at_connect:
             if run.upstream_request_id in self.listed:
                 continue
@@ -216,13 +216,17 @@ class Connection:
                 continue  # a newer attempt, started after this connection: goose has it
             if self.header is not None:
                 raise RecheckWithoutHeader
-            error = LOST_RUN_ERROR.format(request_id=run.upstream_request_id)
-            await session.fail(current, error)
-            lost = True
+            lost.append(current)
         if lost:
             # goose forgetting an in-flight request means it restarted: from here on, the ids
-            # persisted so far belong to its previous lifetime and are never sent again.
+            # persisted so far belong to its previous lifetime and are never sent again. The
+            # new lifetime first ends the runs that waited for an approval, saying so.
             await session.start_lifetime()
+            still = {run.run_id for run in await session.active_runs()}
+            for run in lost:
+                if run.run_id in still:
+                    error = LOST_RUN_ERROR.format(request_id=run.upstream_request_id)
+                    await session.fail(run, error)
         return not await session.active_runs()
 
     async def _recover_conversation(self) -> None:

@@ -184,6 +184,13 @@ class GooseUpstream:
         body = {"request_id": request_id}
         await self._send("POST", f"/sessions/{_segment(session_id)}/cancel", json=body)
 
+    async def confirm_tool_action(self, session_id: str, tool_request_id: str, action: str) -> None:
+        """Answer goose's wait for a tool confirmation (`action`: ``allow_once``,
+        ``always_allow``, ``deny_once``, ``always_deny`` or ``cancel``). goose answers 200 to
+        any id, known or not: only the tool's response that follows shows the answer landed."""
+        body = {"id": tool_request_id, "action": action, "sessionId": session_id}
+        await self._send("POST", "/action-required/tool-confirmation", json=body)
+
     def events(self, session_id: str, last_event_id: int | None) -> GooseEventStream:
         """The session's event stream: `async with upstream.events(...) as frames`.
 

@@ -53,6 +53,7 @@ from .connection import Connection, GooseRestarted, RecheckWithoutHeader
 from .goose import GooseUpstream
 from .goose_frames import UpstreamFrame
 from .translator import ResumePlan, plan_resume
+from .watchers import PumpWatcher
 
 logger = logging.getLogger("gateway_kit.upstream")
 
@@ -109,6 +110,7 @@ class SessionPump:
         lease: Lease,
         settings: PumpSettings,
         lifecycle: RunLifecycle,
+        watcher: PumpWatcher | None = None,
     ) -> None:
         self.log = log
         self.store = store
@@ -120,6 +122,7 @@ class SessionPump:
         self.lifecycle = lifecycle
         self.appender = FrameAppender(log, store)
         self.written = 0  # events this pump appended: a connection that adds none brought nothing
+        self.watcher = watcher
 
     async def run(self) -> bool:
         """Pump until nothing is left; False when another process holds the session's lease."""
@@ -161,6 +164,8 @@ class SessionPump:
         # header-less, recognise replayed events by content and notice lost ones by the gap.
         first = True
         streak = Streak(self.settings.reconnect_delay, self.settings.max_reconnect_delay)
+        if self.watcher is not None:
+            await self.watcher.pump_started(self.binding, await self.active_runs())
         while True:
             if not first:  # the first look is the one `run` made just before
                 await self.check_bound()
@@ -264,8 +269,11 @@ class SessionPump:
         if not self.lease.held:
             raise LeaseLost
         events = await self.appender.append_all(self.binding.stream, frames)
+        written = list(frames)
         frames.clear()
         self.written += len(events)
+        if self.watcher is not None:
+            await self.watcher.written(self.binding, written, events)
         return events
 
     async def check_bound(self) -> None:
@@ -284,4 +292,11 @@ class SessionPump:
 
     async def start_lifetime(self) -> None:
         head = await lifetime_head(self.log, self.binding.stream)
+        ended = (
+            {} if self.watcher is None else await self.watcher.lifetime_ended(self.binding, head)
+        )
         await asyncio.to_thread(self.store.start_lifetime, self.session_id, head)
+        await self.check_bound()  # the binding now names the new lifetime
+        for run in await self.active_runs():
+            if run.run_id in ended:
+                await self.fail(run, ended[run.run_id])

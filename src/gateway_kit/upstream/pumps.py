@@ -30,6 +30,7 @@ from ..runs.store import RunStore
 from ..settings import DEFAULT_PUMP_SCAN_INTERVAL
 from .goose import GooseUpstream
 from .pump import PumpSettings, SessionPump
+from .watchers import PumpWatcher
 
 logger = logging.getLogger("gateway_kit.upstream")
 
@@ -52,8 +53,10 @@ class PumpManager:
         settings: PumpSettings | None = None,
         lifecycle: RunLifecycle,
         scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
+        watcher: PumpWatcher | None = None,
     ) -> None:
         self.log = log
+        self.watcher = watcher  # told what every pump writes (the approvals)
         self.store = store
         self.upstream = upstream
         self.settings = settings or PumpSettings()
@@ -87,6 +90,7 @@ class PumpManager:
             lease=lease,
             settings=self.settings,
             lifecycle=self.lifecycle,
+            watcher=self.watcher,
         )
         task = self._tasks.start(pump.run(), name=f"gateway-kit-pump-{session_id}")
         task.add_done_callback(lambda done: self._pump_ended(session_id, done))
