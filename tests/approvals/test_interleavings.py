@@ -5,6 +5,7 @@ an allow after the expiry."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,9 @@ class World:
         self.log = log
         self.clock = Clock()
         self.goose = Goose()
-        self.settings = ApprovalSettings(expiry=EXPIRY, redeliver_after=1.0, max_redeliver_delay=2.0)
+        self.settings = ApprovalSettings(
+            expiry=EXPIRY, redeliver_after=1.0, max_redeliver_delay=2.0
+        )
         self.service, self.delivery = self._gateway()
         self.approval_id = ""
         self.allowed_at: float | None = None
@@ -85,10 +88,8 @@ class World:
         kind = operation[0]
         service = self.service
         if kind == "claim":
-            try:
+            with contextlib.suppress(ApprovalClosed):
                 await service.claim(self.approval_id, Principal(str(operation[1]), "bearer"))
-            except ApprovalClosed:
-                pass
         elif kind == "decide":
             _, user, decision, right = operation
             current = await service.get(self.approval_id)
