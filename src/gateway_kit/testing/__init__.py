@@ -19,10 +19,11 @@ from .asgi_client import asgi_client
 from .bus import TOO_FAR_BEHIND_ERROR
 from .fake_goose import DEFAULT_BASE_URL, FakeGoose
 from .fake_state import DEFAULT_SECRET_KEY
+from .messages import user_message
 from .records import CancelCall, EventsCall, RecordedRequest, ReplyCall
 from .schema import goose_openapi, goose_validator
 from .transport import StreamingASGITransport
-from .turns import TEXT_ONLY_MODEL_ERROR, Turn, echo_turn, user_message
+from .turns import TEXT_ONLY_MODEL_ERROR, Turn, echo_turn
 
 __all__ = [
     "DEFAULT_BASE_URL",

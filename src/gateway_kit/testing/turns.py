@@ -17,6 +17,16 @@ from dataclasses import dataclass
 
 from gateway_kit.types import JSONObject
 
+from .messages import (
+    image_content,
+    make_message,
+    message_text,
+    new_message_id,
+    text_content,
+    tool_request_content,
+    tool_response_content,
+)
+
 # What a text-only model answers once an image is in the history (seen with DeepSeek).
 TEXT_ONLY_MODEL_ERROR = "unknown variant `image_url`, expected `text`"
 READ_IMAGE_TOOL = "read_image"
@@ -25,48 +35,6 @@ TINY_PNG_BASE64 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC"
     "hwGA60e6kgAAAABJRU5ErkJggg=="
 )
-VISIBLE = {"userVisible": True, "agentVisible": True}
-
-
-def new_message_id() -> str:
-    return f"msg_{uuid.uuid4().hex}"
-
-
-def make_message(
-    role: str, content: Sequence[JSONObject], *, message_id: str | None = None
-) -> JSONObject:
-    """A goose `Message` without its `created` time (added when it is sent)."""
-    return {
-        "id": message_id or new_message_id(),
-        "role": role,
-        "content": [dict(item) for item in content],
-        "metadata": dict(VISIBLE),
-    }
-
-
-def text_content(text: str) -> JSONObject:
-    return {"type": "text", "text": text}
-
-
-def image_content(data: str, mime_type: str) -> JSONObject:
-    return {"type": "image", "data": data, "mimeType": mime_type}
-
-
-def user_message(text: str, *, created: int = 0) -> JSONObject:
-    """A user `Message` as a client sends it in `SessionReplyRequest.user_message`."""
-    return {**make_message("user", [text_content(text)]), "created": created}
-
-
-def message_text(message: JSONObject) -> str:
-    """The text of a `Message`: its text contents joined."""
-    content = message.get("content")
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        str(item.get("text", ""))
-        for item in content
-        if isinstance(item, dict) and item.get("type") == "text"
-    )
 
 
 # --- steps
@@ -156,20 +124,9 @@ class Turn:
     ) -> Turn:
         """An assistant `toolRequest`, then the user-role `toolResponse` goose adds."""
         call_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
-        request = {
-            "type": "toolRequest",
-            "id": call_id,
-            "toolCall": {
-                "status": "success",
-                "value": {"name": name, "arguments": arguments or {}},
-            },
-        }
-        content = [text_content(result)] if isinstance(result, str) else [dict(c) for c in result]
-        response = {
-            "type": "toolResponse",
-            "id": call_id,
-            "toolResult": {"status": "success", "value": {"content": content, "isError": is_error}},
-        }
+        request = tool_request_content(call_id, name, arguments or {})
+        content = [text_content(result)] if isinstance(result, str) else result
+        response = tool_response_content(call_id, content, is_error=is_error)
         return self._then(
             SendMessage(make_message("assistant", [request])),
             SendMessage(make_message("user", [response])),
