@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from gateway_kit.types import JSONObject
 
 VISIBLE = {"userVisible": True, "agentVisible": True}
+USER_ONLY = {"userVisible": True, "agentVisible": False}  # goose's `Message::user_only()`
 
 
 def new_message_id() -> str:
@@ -57,9 +59,45 @@ def tool_response_content(
     }
 
 
+def tool_confirmation_content(
+    call_id: str, name: str, arguments: JSONObject, prompt: str | None
+) -> JSONObject:
+    """The `actionRequired` item goose sends in approve mode before it runs a tool."""
+    data = {
+        "actionType": "toolConfirmation",
+        "id": call_id,
+        "toolName": name,
+        "arguments": dict(arguments),
+        "prompt": prompt,
+    }
+    return {"type": "actionRequired", "data": data}
+
+
+def elicitation_content(elicitation_id: str, message: str, requested_schema: Any) -> JSONObject:
+    """The `actionRequired` item of an MCP elicitation: goose asks the user for data."""
+    data = {
+        "actionType": "elicitation",
+        "id": elicitation_id,
+        "message": message,
+        "requested_schema": requested_schema,
+    }
+    return {"type": "actionRequired", "data": data}
+
+
 def user_message(text: str, *, created: int = 0) -> JSONObject:
     """A user `Message` as a client sends it in `SessionReplyRequest.user_message`."""
     return {**make_message("user", [text_content(text)]), "created": created}
+
+
+def elicitation_response(
+    elicitation_id: str, user_data: Any, *, action: str | None = None, created: int = 0
+) -> JSONObject:
+    """A user `Message` answering an elicitation, sent as a reply's `user_message`."""
+    data = {"actionType": "elicitationResponse", "id": elicitation_id, "user_data": user_data}
+    if action is not None:
+        data["action"] = action
+    item = {"type": "actionRequired", "data": data}
+    return {**make_message("user", [item]), "created": created}
 
 
 def message_text(message: JSONObject) -> str:
