@@ -19,9 +19,11 @@ from gateway_kit.testing import (
     goose_validator,
 )
 
+from ..test_docs import PLUGINS_DOC, PYTHON_BLOCK, section
 from .helpers import FAST_PINGS, Frame, FrameReader, open_events, reply, start_reply
 
 SHELL = "developer__shell"
+DOCUMENTED = "## Approve mode in the fake goose"
 BUSY = "Session already has an active request. Cancel it first."
 
 
@@ -581,3 +583,13 @@ def test_every_approve_mode_event_is_a_goose_message_event() -> None:
     assert set(content_types(frames)) == {"text", "toolRequest", "toolResponse", "actionRequired"}
     confirmation = next(f for f in frames if action(f) is not None).data["message"]
     assert confirmation["metadata"] == {"userVisible": True, "agentVisible": False}
+
+
+def test_the_documented_example_works_as_shown() -> None:
+    (module,) = PYTHON_BLOCK.findall(section(PLUGINS_DOC, DOCUMENTED))
+    namespace: dict[str, Any] = {"__name__": "approve_mode_example"}
+    exec(compile(module, "docs/plugins.md", "exec"), namespace)
+    tests = [test for name, test in namespace.items() if name.startswith("test_")]
+    assert len(tests) == 1
+    for test in tests:
+        test()
