@@ -27,8 +27,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn
+from ..testing.messages import message_text, new_message_id
 from ..testing.sessions import DEFAULT_WORKING_DIR, SESSION_NAME, SessionRecord, new_session_id
-from ..testing.turns import message_text, new_message_id
 from ..types import JSONObject
 from ..upstream.goose import GooseUpstream
 

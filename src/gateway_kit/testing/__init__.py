@@ -11,25 +11,36 @@ Example::
 
 Or without respx: ``GooseUpstream(secret_key=fake.secret_key, client=fake.client())``, and the
 gateway itself served in-process with its lifespan by ``async with asgi_client(gateway)``.
+
+Approve mode: ``Turn().confirm_tool("developer__shell", {"command": "ls"}, result="a.txt")``
+asks for the tool's confirmation and waits until ``POST /action-required/tool-confirmation``
+answers it (recorded in ``fake.confirmation_calls``); ``Turn().elicit("Your name?")`` waits for
+a reply whose message is ``elicitation_response(id, {"name": "Ada"})``. The ids a session waits
+for are ``fake.pending_confirmations(session_id)``.
 """
 
 from __future__ import annotations
 
 from .asgi_client import asgi_client
 from .bus import TOO_FAR_BEHIND_ERROR
+from .confirmations import DECLINED_RESPONSE, ELICITATION_TIMEOUT_TEXT
 from .fake_goose import DEFAULT_BASE_URL, FakeGoose
 from .fake_state import DEFAULT_SECRET_KEY
-from .records import CancelCall, EventsCall, RecordedRequest, ReplyCall
+from .messages import elicitation_response, user_message
+from .records import CancelCall, ConfirmationCall, EventsCall, RecordedRequest, ReplyCall
 from .schema import goose_openapi, goose_validator
 from .transport import StreamingASGITransport
-from .turns import TEXT_ONLY_MODEL_ERROR, Turn, echo_turn, user_message
+from .turns import TEXT_ONLY_MODEL_ERROR, Turn, echo_turn
 
 __all__ = [
+    "DECLINED_RESPONSE",
     "DEFAULT_BASE_URL",
     "DEFAULT_SECRET_KEY",
+    "ELICITATION_TIMEOUT_TEXT",
     "TEXT_ONLY_MODEL_ERROR",
     "TOO_FAR_BEHIND_ERROR",
     "CancelCall",
+    "ConfirmationCall",
     "EventsCall",
     "FakeGoose",
     "RecordedRequest",
@@ -38,6 +49,7 @@ __all__ = [
     "Turn",
     "asgi_client",
     "echo_turn",
+    "elicitation_response",
     "goose_openapi",
     "goose_validator",
     "user_message",

@@ -1,5 +1,9 @@
 """A fake goosed (1.41.0): the HTTP routes a gateway uses, as plain ASGI, with scripted turns.
 
+Approve mode too: `POST /action-required/tool-confirmation` answers the confirmation a
+`Turn.confirm_tool` waits for, and a `reply` whose message holds an `elicitationResponse`
+answers a `Turn.elicit`, even while the session is busy (see `confirmations.py`).
+
 Follows goosed 1.41.0's wire protocol. Deliberate simplifications: request bodies that do not have
 the shape goose expects get a 422 JSON error (axum's extractor answers in plain text), and every
 error body, 404s included, is JSON `{"message": ...}` as the wire contract describes.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
@@ -17,11 +22,12 @@ import httpx
 from gateway_kit.types import JSONObject, Receive, Scope, Send
 
 from .bus import SessionBus, parse_last_event_id
+from .confirmations import ElicitationAnswer, read_confirmation, read_elicitation_answer
 from .event_stream import serve_events
 from .extensions import extension_overrides, session_tools
 from .fake_state import FakeGooseState
-from .records import CancelCall, EventsCall, RecordedRequest, ReplyCall
-from .runner import run_turn
+from .records import CancelCall, ConfirmationCall, EventsCall, RecordedRequest, ReplyCall
+from .runner import finish_elicitation_answer, run_turn
 from .sessions import SessionRecord
 from .transport import StreamingASGITransport
 from .wire import (
@@ -105,6 +111,9 @@ class FakeGoose(FakeGooseState):
             await answer_json(send, 200, self._resume(json_object(body)))
         elif name == "reply":
             await answer_json(send, 200, self._reply(session_id, json_object(body)))
+        elif name == "confirm":
+            self._confirm(body)
+            await answer_json(send, 200, {})
         elif name == "cancel":
             self._cancel(session_id, json_object(body))
             await answer(send, 200, b"", b"text/plain; charset=utf-8")
@@ -154,11 +163,15 @@ class FakeGoose(FakeGooseState):
             isinstance(override, list) and all(isinstance(m, dict) for m in override)
         ):
             raise Reject(422, BAD_BODY.format("`override_conversation` must be a list"))
+        elicitation = read_elicitation_answer(user_message)
         try:
             refusals = self._refusals.get(session_id)
             if refusals:
                 raise refusals.popleft()
-            self._start_turn(session_id, request_id, user_message, override)
+            if elicitation is None:
+                self._start_turn(session_id, request_id, user_message, override)
+            else:
+                self._answer(session_id, request_id, user_message, *elicitation)
         except Reject as reject:
             self.reply_calls.append(
                 ReplyCall(session_id, request_id, user_message, reject.status, body)
@@ -183,7 +196,7 @@ class FakeGoose(FakeGooseState):
             raise Reject(400, SESSION_BUSY)
         script = self._scripts.get(session_id)
         turn = script.popleft() if script else self.default_turn(user_message)
-        task = asyncio.create_task(
+        self._run_in_background(
             run_turn(
                 turn,
                 request_id=request_id,
@@ -192,8 +205,34 @@ class FakeGoose(FakeGooseState):
                 session=session,
                 bus=bus,
                 cancelled=cancelled,
+                waits=self._session_waits(session_id),
             )
         )
+
+    def _answer(
+        self,
+        session_id: str,
+        request_id: str,
+        user_message: JSONObject,
+        elicitation_id: str,
+        answer: ElicitationAnswer,
+    ) -> None:
+        """A reply that answers an elicitation: goose handles it before its busy check (the
+        turn that asked keeps the session busy) and keeps the message only once delivered."""
+        if not GOOSE_UUID.fullmatch(request_id):
+            raise Reject(400, INVALID_REQUEST_ID)
+        session = self._session(session_id)
+        error = self._answer_elicitation(session_id, elicitation_id, answer)
+        if error is None:
+            session.add_message(user_message)
+        self._run_in_background(
+            finish_elicitation_answer(
+                request_id=request_id, error=error, session=session, bus=self._bus(session_id)
+            )
+        )
+
+    def _run_in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self._turn_tasks.add(task)
         task.add_done_callback(self._turn_ended)
 
@@ -202,6 +241,24 @@ class FakeGoose(FakeGooseState):
         error = None if task.cancelled() else task.exception()
         if error is not None:
             self._turn_failures.append(error)
+
+    def _confirm(self, body: bytes) -> None:
+        # goose checks neither the session nor the id: any confirmation of the right shape is
+        # queued for the session's turns (unknown sessions have none: it is dropped).
+        fields = {"sessionId": "", "id": "", "action": ""}
+        try:
+            payload = json_object(body)
+            fields |= {k: v for k, v in payload.items() if k in fields and isinstance(v, str)}
+            session_id, tool_id, action = read_confirmation(payload)
+        except Reject as reject:
+            call = ConfirmationCall(
+                fields["sessionId"], fields["id"], fields["action"], reject.status
+            )
+            self.confirmation_calls.append(call)
+            raise
+        self.confirmation_calls.append(ConfirmationCall(session_id, tool_id, action, 200))
+        if session_id in self.sessions:
+            self._session_waits(session_id).confirm(tool_id, action)
 
     def _cancel(self, session_id: str, body: JSONObject) -> None:
         request_id = require(body, "request_id", str)

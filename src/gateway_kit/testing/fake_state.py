@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from gateway_kit.types import JSONObject
 
 from .bus import REPLAY_BUFFER_SIZE, SUBSCRIBER_QUEUE_SIZE, SessionBus
+from .confirmations import ELICITATION_OTHER_SESSION, ElicitationAnswer, SessionWaits
 from .extensions import DEFAULT_EXTENSIONS, DEFAULT_TOOLS
-from .records import CancelCall, EventsCall, RecordedRequest, ReplyCall
+from .records import CancelCall, ConfirmationCall, EventsCall, RecordedRequest, ReplyCall
 from .sessions import DEFAULT_WORKING_DIR, SESSION_NAME, SessionRecord, new_session_id
 from .turns import Turn, echo_turn
 from .wire import Reject
@@ -44,6 +45,7 @@ class FakeGooseState:
         self._subscriber_queue_size = subscriber_queue_size
         self.sessions: dict[str, SessionRecord] = {}
         self._buses: dict[str, SessionBus] = {}
+        self._waits: dict[str, SessionWaits] = {}  # approve mode's, per session
         self._scripts: dict[str, deque[Turn]] = {}
         self._next_sessions: deque[tuple[Turn, ...]] = deque()  # for sessions not made yet
         self._refusals: dict[str, deque[Reject]] = {}
@@ -53,6 +55,7 @@ class FakeGooseState:
         self.reply_calls: list[ReplyCall] = []
         self.cancel_calls: list[CancelCall] = []
         self.events_calls: list[EventsCall] = []
+        self.confirmation_calls: list[ConfirmationCall] = []
 
     # --- for tests
 
@@ -105,6 +108,12 @@ class FakeGooseState:
         bus = self._buses.get(session_id)
         return [(event.id, event.wire_json()) for event in bus.buffered()] if bus else []
 
+    def pending_confirmations(self, session_id: str) -> list[str]:
+        """The ids the session's turns wait for an answer to: tool requests waiting for their
+        confirmation, then elicitations."""
+        waits = self._waits.get(session_id)
+        return waits.pending() if waits else []
+
     async def wait_idle(self) -> None:
         """Wait until every background turn has ended; re-raise the first that failed."""
         while self._turn_tasks:
@@ -116,15 +125,43 @@ class FakeGooseState:
         """Simulate a goosed restart; call it on the event loop that serves the fake.
 
         ids start again at 1, replay buffers are empty, running turns die without another
-        event, open event streams end. Sessions and their conversations stay (goose keeps
-        them on disk).
+        event (those waiting for a confirmation or an elicitation's answer too; confirmations
+        nobody took are lost), open event streams end. Sessions and their conversations stay
+        (goose keeps them on disk).
         """
         for bus in self._buses.values():
             bus.close()
         self._buses.clear()
+        self._waits.clear()
         for task in self._turn_tasks:
             task.cancel()
 
     def clear_calls(self) -> None:
-        for calls in (self.requests, self.reply_calls, self.cancel_calls, self.events_calls):
+        for calls in (
+            self.requests,
+            self.reply_calls,
+            self.cancel_calls,
+            self.events_calls,
+            self.confirmation_calls,
+        ):
             calls.clear()
+
+    # --- approve mode
+
+    def _session_waits(self, session_id: str) -> SessionWaits:
+        if session_id not in self._waits:
+            self._waits[session_id] = SessionWaits()
+        return self._waits[session_id]
+
+    def _answer_elicitation(
+        self, session_id: str, elicitation_id: str, answer: ElicitationAnswer
+    ) -> str | None:
+        """Hand an elicitation's answer to the session's turn waiting for it; goose's error if
+        none does."""
+        error = self._session_waits(session_id).answer(elicitation_id, answer)
+        if error is None:
+            return None
+        for owner, waits in self._waits.items():
+            if owner != session_id and waits.awaits_elicitation(elicitation_id):
+                return ELICITATION_OTHER_SESSION.format(elicitation_id, owner, session_id)
+        return error

@@ -40,6 +40,17 @@ class CancelCall:
 
 
 @dataclass(frozen=True)
+class ConfirmationCall:
+    """An authorised `POST /action-required/tool-confirmation`, with the status the fake answered;
+    a field the body lacked, or sent as no string, is ""."""
+
+    session_id: str
+    id: str
+    action: str
+    status: int
+
+
+@dataclass(frozen=True)
 class EventsCall:
     """An authorised `GET /sessions/{id}/events`; `last_event_id` is the raw header or None."""
 

@@ -5,6 +5,10 @@ says otherwise the turn ends the way goose's work loop ends, with `Finish` (reas
 
 Text is streamed the way goose streams it: every `Message` event of one reply text carries the
 same `message.id` and one more chunk of the text; clients concatenate the chunks by id.
+
+goose's approve mode has two steps: `confirm_tool` waits, without timeout, for the tool's
+confirmation, and `elicit` waits up to its timeout for the user's data. The `actionRequired`
+message each sends is not kept in the session's conversation, as in goose.
 """
 
 from __future__ import annotations
@@ -17,6 +21,19 @@ from dataclasses import dataclass
 
 from gateway_kit.types import JSONObject
 
+from .confirmations import DECLINED_RESPONSE, ELICITATION_TIMEOUT
+from .messages import (
+    USER_ONLY,
+    image_content,
+    make_message,
+    message_text,
+    new_message_id,
+    text_content,
+    tool_confirmation_content,
+    tool_request_content,
+    tool_response_content,
+)
+
 # What a text-only model answers once an image is in the history (seen with DeepSeek).
 TEXT_ONLY_MODEL_ERROR = "unknown variant `image_url`, expected `text`"
 READ_IMAGE_TOOL = "read_image"
@@ -25,48 +42,6 @@ TINY_PNG_BASE64 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC"
     "hwGA60e6kgAAAABJRU5ErkJggg=="
 )
-VISIBLE = {"userVisible": True, "agentVisible": True}
-
-
-def new_message_id() -> str:
-    return f"msg_{uuid.uuid4().hex}"
-
-
-def make_message(
-    role: str, content: Sequence[JSONObject], *, message_id: str | None = None
-) -> JSONObject:
-    """A goose `Message` without its `created` time (added when it is sent)."""
-    return {
-        "id": message_id or new_message_id(),
-        "role": role,
-        "content": [dict(item) for item in content],
-        "metadata": dict(VISIBLE),
-    }
-
-
-def text_content(text: str) -> JSONObject:
-    return {"type": "text", "text": text}
-
-
-def image_content(data: str, mime_type: str) -> JSONObject:
-    return {"type": "image", "data": data, "mimeType": mime_type}
-
-
-def user_message(text: str, *, created: int = 0) -> JSONObject:
-    """A user `Message` as a client sends it in `SessionReplyRequest.user_message`."""
-    return {**make_message("user", [text_content(text)]), "created": created}
-
-
-def message_text(message: JSONObject) -> str:
-    """The text of a `Message`: its text contents joined."""
-    content = message.get("content")
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        str(item.get("text", ""))
-        for item in content
-        if isinstance(item, dict) and item.get("type") == "text"
-    )
 
 
 # --- steps
@@ -108,7 +83,25 @@ class Pause:
     reached: asyncio.Event | None
 
 
-Step = SendMessage | SendUsage | SendEvent | Fail | Sleep | Pause
+@dataclass(frozen=True)
+class AwaitConfirmation:
+    """Ask for a tool call's confirmation (a message goose does not keep) and wait for it."""
+
+    tool_id: str
+    request: JSONObject  # the `actionRequired` message
+    allowed: JSONObject  # the `toolResponse` message after an allow
+    declined: JSONObject  # the one after a deny
+
+
+@dataclass(frozen=True)
+class Elicit:
+    message: str
+    requested_schema: JSONObject
+    timeout: float
+    answer_text: str | None
+
+
+Step = SendMessage | SendUsage | SendEvent | Fail | Sleep | Pause | AwaitConfirmation | Elicit
 
 
 @dataclass(frozen=True)
@@ -156,24 +149,69 @@ class Turn:
     ) -> Turn:
         """An assistant `toolRequest`, then the user-role `toolResponse` goose adds."""
         call_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
-        request = {
-            "type": "toolRequest",
-            "id": call_id,
-            "toolCall": {
-                "status": "success",
-                "value": {"name": name, "arguments": arguments or {}},
-            },
-        }
-        content = [text_content(result)] if isinstance(result, str) else [dict(c) for c in result]
-        response = {
-            "type": "toolResponse",
-            "id": call_id,
-            "toolResult": {"status": "success", "value": {"content": content, "isError": is_error}},
-        }
+        request = tool_request_content(call_id, name, arguments or {})
+        content = [text_content(result)] if isinstance(result, str) else result
+        response = tool_response_content(call_id, content, is_error=is_error)
         return self._then(
             SendMessage(make_message("assistant", [request])),
             SendMessage(make_message("user", [response])),
         )
+
+    def confirm_tool(
+        self,
+        name: str,
+        arguments: JSONObject | None = None,
+        *,
+        result: str | Sequence[JSONObject] = "",
+        prompt: str | None = None,
+        call_id: str | None = None,
+        is_error: bool = False,
+    ) -> Turn:
+        """A tool call in goose's approve mode: the assistant `toolRequest`, then an
+        `actionRequired`/`toolConfirmation` message (not kept in the session), then a wait,
+        without timeout, for `POST /action-required/tool-confirmation` of that id.
+
+        allow_once or always_allow: the `toolResponse` with `result`, as `tool_call` sends it.
+        deny_once or always_deny: a `toolResponse` with goose's `DECLINED_RESPONSE`.
+        cancel, or a cancel of the reply: the turn ends there, with `Finish`.
+        """
+        call_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
+        arguments = arguments or {}
+        content = [text_content(result)] if isinstance(result, str) else result
+        confirmation = tool_confirmation_content(call_id, name, arguments, prompt)
+        allowed = tool_response_content(call_id, content, is_error=is_error)
+        declined = tool_response_content(call_id, [text_content(DECLINED_RESPONSE)])
+        return self._then(
+            SendMessage(
+                make_message("assistant", [tool_request_content(call_id, name, arguments)])
+            ),
+            AwaitConfirmation(
+                call_id,
+                make_message("assistant", [confirmation], metadata=USER_ONLY),
+                make_message("user", [allowed]),
+                make_message("user", [declined]),
+            ),
+        )
+
+    def elicit(
+        self,
+        message: str,
+        requested_schema: JSONObject | None = None,
+        *,
+        timeout: float = ELICITATION_TIMEOUT,
+        answer_text: str | None = None,
+    ) -> Turn:
+        """An MCP elicitation: an `actionRequired`/`elicitation` message (not kept in the
+        session) with a fresh id, then up to `timeout` seconds for a reply whose message holds
+        the `elicitationResponse` of that id (`elicitation_response(...)`).
+
+        Then an assistant text: `answer_text` (default `"Thanks: <user_data as JSON>"`) for an
+        accepted answer, else a text saying the user refused or that no answer came in time.
+        """
+        schema = (
+            {"type": "object", "properties": {}} if requested_schema is None else requested_schema
+        )
+        return self._then(Elicit(message, dict(schema), timeout, answer_text))
 
     def read_image(
         self,

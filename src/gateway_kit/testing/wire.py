@@ -30,6 +30,7 @@ ROUTES = [
     (re.compile(r"/agent/start"), "POST", "start"),
     (re.compile(r"/agent/resume"), "POST", "resume"),
     (re.compile(r"/agent/tools"), "GET", "tools"),
+    (re.compile(r"/action-required/tool-confirmation"), "POST", "confirm"),
     (re.compile(r"/sessions/([^/]+)/extensions"), "GET", "extensions"),
     (re.compile(r"/sessions/([^/]+)/reply"), "POST", "reply"),
     (re.compile(r"/sessions/([^/]+)/cancel"), "POST", "cancel"),
