@@ -3,7 +3,7 @@
 The answer comes from what the gateway saw, in this order:
 
 1. a ``heartbeat_policy`` plugin's answer, when one gives it;
-2. an open SSE stream, an active run of a bound stream, or a pending approval → skip;
+2. an open SSE stream, a pending approval or an active run of a bound stream → skip;
 3. a request waiting for its response within the timeout → skip;
 4. a response that ended with another reason than ``stop``, within the grace → skip;
 5. the newest response ended with ``stop`` (or its grace is over) → allow;
@@ -120,12 +120,13 @@ def built_in(
     now = state.at
     if state.open_sse_count:
         return SKIP, "sse_open", REASONS["sse_open"].format(count=state.open_sse_count)
-    if work.active_runs:
-        runs = ", ".join(work.active_runs)
-        return SKIP, "run_active", REASONS["run_active"].format(runs=runs)
+    # A run waiting for a person says more than the run being active: it is named first.
     if work.pending_approvals:
         approvals = ", ".join(work.pending_approvals)
         return SKIP, "approval_pending", REASONS["approval_pending"].format(approvals=approvals)
+    if work.active_runs:
+        runs = ", ".join(work.active_runs)
+        return SKIP, "run_active", REASONS["run_active"].format(runs=runs)
     if state.state is State.WAITING_RESPONSE:
         age = now - (state.last_request_at or now)
         detail = REASONS["waiting_response"].format(age=age, timeout=settings.response_timeout)
