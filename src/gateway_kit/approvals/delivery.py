@@ -10,12 +10,15 @@ the waiting turn at once: its 200 is the proof.
 
 Each sending is first written down (the attempt's number and time, and an audit entry) at the
 version of the row it read: of two processes about to send the same answer, one does. So after
-a restart an owed answer is sent again once its pause is over, never twice at once.
+a restart an owed answer is sent again once its pause is over, never twice at once. The first
+sending is written down in the decision's own transaction (or the expiry's), so that the
+answer leaves as soon as the decision is durable, without another round trip first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -24,7 +27,7 @@ from ..coordination.tasks import TaskSet
 from ..exceptions import DatabaseUnavailable, LogClosed, UpstreamError
 from ..upstream.goose import GooseUpstream
 from .model import Approval, Kind
-from .service import ApprovalService
+from .service import ApprovalService, sending
 from .store import Changed
 
 logger = logging.getLogger("gateway_kit.approvals")
@@ -57,22 +60,24 @@ class ApprovalDelivery:
         self._sending: set[str] = set()  # approvals being sent by this process now
         service.deliver = self.deliver
 
-    def deliver(self, approval: Approval) -> None:
-        """Send `approval`'s answer in the background, unless it is being sent already."""
+    def deliver(self, approval: Approval, begun: bool = False) -> None:
+        """Send `approval`'s answer in the background, unless it is being sent already;
+        `begun` when the sending is written down already (with the decision, or the expiry)."""
         if approval.approval_id in self._sending:
             return
         self._sending.add(approval.approval_id)
-        task = self._tasks.start(self._send(approval), name=f"approval {approval.approval_id}")
+        work = self._send(approval, begun)
+        task = self._tasks.start(work, name=f"approval {approval.approval_id}")
         task.add_done_callback(lambda _: self._sending.discard(approval.approval_id))
 
-    async def _send(self, approval: Approval) -> None:
-        try:
-            sending = await asyncio.to_thread(self._begin, approval.approval_id)
-        except (LogClosed, DatabaseUnavailable) as exc:
-            logger.info(
-                "approval %s not sent now (%s); the sweep sends it", approval.approval_id, exc
-            )
-            return
+    async def _send(self, approval: Approval, begun: bool) -> None:
+        sending: Approval | None = approval
+        if not begun:
+            try:
+                sending = await asyncio.to_thread(self._begin, approval.approval_id)
+            except (LogClosed, DatabaseUnavailable) as exc:
+                logger.info("approval %s not sent now (%s)", approval.approval_id, exc)
+                return
         if sending is None:
             return
         try:
@@ -89,6 +94,7 @@ class ApprovalDelivery:
                 sending.approval_id,
                 exc,
             )
+            await self._note_failure(sending, exc)
             return
         if sending.kind == Kind.ELICITATION:
             await self.service.mark_delivered(sending)
@@ -103,17 +109,20 @@ class ApprovalDelivery:
         now = service.clock()
         if not service.due(approval, now):
             return None
-        attempt = approval.attempts + 1
+        after = dataclasses.replace(approval, attempts=approval.attempts + 1, attempted_at=now)
         try:
-            return self.store.save(
-                approval,
-                dataclasses.replace(approval, attempts=attempt, attempted_at=now),
-                at=now,
-                audit_action="sent",
-                detail={"action": approval.action, "attempt": attempt},
-            )
+            return self.store.save(approval, after, at=now, audit=[("sent", sending(after))])
         except Changed:
             return None  # someone else moved it on: the sweep looks again
+
+    async def _note_failure(self, approval: Approval, error: Exception) -> None:
+        detail = {**sending(approval), "error": str(error)}
+        # The sending's own entry is there already; this one only says why it failed.
+        with contextlib.suppress(LogClosed, DatabaseUnavailable):
+            await asyncio.to_thread(
+                self.store.note, approval.approval_id, at=self.service.clock(),
+                audit_action="send_failed", detail=detail,
+            )  # fmt: skip
 
     async def wait_idle(self) -> None:
         await self._tasks.wait_idle()

@@ -60,6 +60,11 @@ def utc(seconds: float | None) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def sending(approval: Approval) -> JSONObject:
+    """The audit's detail of one sending of an answer to goose."""
+    return {"action": approval.action, "attempt": approval.attempts}
+
+
 def refusal(approval: Approval) -> ApprovalClosed:
     """Why `approval`, closed, takes no more claims or decisions."""
     if approval.status == Status.EXPIRED:
@@ -92,7 +97,7 @@ class ApprovalService:
         self.store = store
         self.settings = settings or ApprovalSettings()
         self.clock = clock
-        self.deliver: Callable[[Approval], Any] | None = None
+        self.deliver: Callable[[Approval, bool], Any] | None = None
 
     # --- reads
 
@@ -187,6 +192,9 @@ class ApprovalService:
                 if approved and approval.kind == Kind.ELICITATION
                 else None,
                 action=action_for(approval.kind, decision),
+                # The first sending is written down with the decision: it leaves at once.
+                attempts=approval.attempts + 1,
+                attempted_at=now,
             )
 
         decided = await self._change(
@@ -197,7 +205,7 @@ class ApprovalService:
             event=DECIDED,
             detail={"decision": decision, "args_hash": args_hash, "reason": reason},
         )
-        self._send(decided)
+        self._send(decided, begun=True)
         return decided
 
     def _check_open(
@@ -249,11 +257,13 @@ class ApprovalService:
                     raise ApprovalNotFound(NO_SUCH_APPROVAL.format(approval_id=approval_id))
                 now = self.clock()
                 after = change(approval, now)
+                audit: list[tuple[str, JSONObject]] = [(audit_action, detail or {})]
+                if after.attempts > approval.attempts:  # its sending is written down with it
+                    audit.append(("sent", sending(after)))
                 try:
                     return self.store.save(
-                        approval, after, at=now, audit_action=audit_action,
-                        principal=None if principal is None else principal.user_id,
-                        detail=detail, event=event,
+                        approval, after, at=now, audit=audit,
+                        principal=None if principal is None else principal.user_id, event=event,
                     )  # fmt: skip
                 except Changed:
                     continue
@@ -279,11 +289,16 @@ class ApprovalService:
             action = None
             if expiring and current.kind == Kind.TOOL_CONFIRMATION:
                 action = action_for(current.kind, "reject")
+            if not expiring:
+                return dataclasses.replace(current, status=status, closed_reason=why)
+            sent = action is not None
             return dataclasses.replace(
                 current,
                 status=status,
                 closed_reason=why,
-                action=action if expiring else current.action,
+                action=action,
+                attempts=current.attempts + 1 if sent else current.attempts,
+                attempted_at=now if sent else current.attempted_at,
             )
 
         try:
@@ -297,7 +312,7 @@ class ApprovalService:
         except _Skip:
             return None
         if closed.owed:
-            self._send(closed)
+            self._send(closed, begun=True)
         return closed
 
     async def delivered(self, session_id: str, request_ids: Sequence[str]) -> None:
@@ -358,9 +373,10 @@ class ApprovalService:
             return True
         return now - approval.attempted_at >= self.settings.redeliver_delay(approval.attempts)
 
-    def _send(self, approval: Approval) -> None:
+    def _send(self, approval: Approval, *, begun: bool = False) -> None:
+        """Send `approval`'s answer; `begun` when its sending is written down already."""
         if self.deliver is not None:
-            self.deliver(approval)
+            self.deliver(approval, begun)
 
 
 class _Skip(Exception):

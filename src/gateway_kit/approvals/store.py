@@ -245,21 +245,25 @@ class ApprovalStore:
         after: Approval,
         *,
         at: float,
-        audit_action: str,
+        audit: Sequence[tuple[str, Mapping[str, Any]]],
         principal: str | None = None,
-        detail: Mapping[str, Any] | None = None,
         event: str | None = None,
     ) -> Approval:
         """Write `after` over `before` (as read: `Changed` when the row moved on since), with
-        its audit entry and, when `event` is given, the event that tells clients."""
+        its `audit` entries (action, detail) and, when `event` is given, the event that tells
+        clients."""
         saved = dataclasses.replace(after, version=before.version + 1)
         params = {**saved.row(), "u_approval_id": before.approval_id, "u_version": before.version}
-        entry = _audit_params(before.approval_id, at, audit_action, principal, detail or {})
+        entries = [
+            _audit_params(before.approval_id, at, action, principal, detail)
+            for action, detail in audit
+        ]
 
         def also(transaction: Transaction, _events: list[Any]) -> None:
             if transaction.execute(UPDATE, params).rowcount != 1:
                 raise Changed
-            transaction.execute(ADD_AUDIT, entry)
+            for entry in entries:
+                transaction.execute(ADD_AUDIT, entry)
 
         if event is not None:
             self.log.append_with([event_of(saved, event)], also)
@@ -267,7 +271,8 @@ class ApprovalStore:
         with self.tables.transaction() as conn:
             if conn.execute(UPDATE, params).rowcount != 1:
                 raise Changed
-            conn.execute(ADD_AUDIT, entry)
+            for entry in entries:
+                conn.execute(ADD_AUDIT, entry)
         return saved
 
     def note(
