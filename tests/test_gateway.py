@@ -254,6 +254,7 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         "TicketRoutes",
         "UsageRoutes",
         "HeartbeatRoutes",
+        "ApprovalRoutes",
         "Mount",
         "PrefixNotFound",
         "LegacyTaskPoll",

@@ -4,7 +4,14 @@ from .app_runs.guards import RunGuards
 from .app_runs.owned import OwnedRun, owned_run
 from .app_runs.sweeper import OwnedRunSweeper
 from .app_runs.sweeping import SweepOwnedRuns
+from .approvals import Approval, ApprovalService, ApprovalSettings
+from .approvals.routes import ApprovalRoutes
 from .exceptions import (
+    ApprovalClosed,
+    ApprovalError,
+    ApprovalExpired,
+    ApprovalNotFound,
+    ArgumentsChanged,
     DatabaseUnavailable,
     EventLogError,
     GatewayKitError,
@@ -59,6 +66,15 @@ from .wrapped import WrappedApp
 
 __all__ = [
     "ANONYMOUS",
+    "Approval",
+    "ApprovalClosed",
+    "ApprovalError",
+    "ApprovalExpired",
+    "ApprovalNotFound",
+    "ApprovalRoutes",
+    "ApprovalService",
+    "ApprovalSettings",
+    "ArgumentsChanged",
     "DatabaseUnavailable",
     "Event",
     "EventLog",
