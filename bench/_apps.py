@@ -18,6 +18,8 @@ binds 127.0.0.1 on a free port, writes the port to PORT_FILE and serves KIND unt
   ``POST /v1/chat/completions`` (a JSON answer, or with ``"stream": true`` an SSE stream of
   ``max_tokens`` chunks of about 1 KiB), through `Gateway` with its execution observer, or
   with ``observe_execution=False``.
+- ``goose-approve``: the fake goose in approve mode (`NotedGoose`), its secret key
+  `gateway_kit.testing`'s default.
 - ``socketio-bare``: a bare python-socketio server at ``/gateway/socket.io``, whose
   ``subscribe`` joins a room per stream and whose ``POST /bench/append`` emits the event to
   that room from memory (the same envelope shape as the gateway's).
@@ -436,7 +438,54 @@ def durable_commit(path: Path) -> Callable[[dict[str, Any]], None]:
     return commit
 
 
+class NotedGoose:
+    """The fake goose in approve mode: each reply asks to run a tool whose call id is the
+    reply's text, and each confirmation's arrival is noted (``time.perf_counter()``, one clock
+    for every process of the machine) before its body is read; ``GET /bench/arrivals`` lists
+    them by call id."""
+
+    def __init__(self) -> None:
+        from gateway_kit.testing import FakeGoose, Turn
+        from gateway_kit.testing.turns import message_text
+
+        def asking(user_message: dict[str, Any]) -> Turn:
+            call_id = message_text(user_message)
+            return Turn().confirm_tool("developer__shell", {"call": call_id}, call_id=call_id)
+
+        self.fake = FakeGoose(default_turn=asking)
+        self.arrived: dict[str, float] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.fake(scope, receive, send)
+            return
+        if scope["path"] == "/bench/arrivals":
+            body = json.dumps(self.arrived).encode()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["path"] != "/action-required/tool-confirmation":
+            await self.fake(scope, receive, send)
+            return
+        arrived = time.perf_counter()
+        body = bytearray()
+        while True:
+            message = await receive()
+            body.extend(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        sent = bytes(body)
+        self.arrived[str(json.loads(sent).get("id"))] = arrived
+
+        async def replay() -> dict[str, Any]:
+            return {"type": "http.request", "body": sent, "more_body": False}
+
+        await self.fake(scope, replay, send)
+
+
 def build(kind: str, db_file: str | None) -> Any:
+    if kind == "goose-approve":
+        return NotedGoose()
     if kind == "legacy":
         return WSGIMiddleware(legacy_flask(), workers=WSGI_WORKERS)  # type: ignore[arg-type]
     if kind == "peer":

@@ -19,8 +19,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +267,32 @@ def settled_rss(server: Server) -> int:
             return now
         last = now
     return last
+
+
+SERVE_TIMEOUT = 20.0  # seconds a server in a thread may take to start or stop
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: Any, stack: str) -> Iterator[str]:
+    """uvicorn serving `app` in a thread, on a free loopback port; yields the base URL."""
+    import uvicorn  # only the scripts that serve in a thread ask
+
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    options: dict[str, Any] = dict(PLAIN_STACK) if stack == "plain" else {}
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", **options)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + SERVE_TIMEOUT
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not server.started:
+            raise RuntimeError("uvicorn did not start")
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(SERVE_TIMEOUT)
+        sock.close()

@@ -34,14 +34,11 @@ guard and one with `publish_guard`, the same turns, in alternating order; the ra
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
-import socket
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +46,7 @@ from typing import Any
 import httpx
 import uvicorn
 from _common import NoopGuard
-from _harness import PLAIN_STACK, Clients, machine_load, percentile
+from _harness import Clients, machine_load, percentile, serve_in_thread
 from gateway_kit_plugins.publish_guard import PublishGuard
 from gateway_kit_plugins.publish_guard.checking import KnownPages
 
@@ -125,30 +122,6 @@ def paced_turn(messages: int, gap: float) -> Turn:
             turn = turn.delay(gap)
         turn = turn.text(CHUNK, message_id=message_id)
     return turn.delay(gap).usage(input_tokens=120, output_tokens=messages).delay(gap)
-
-
-@contextlib.contextmanager
-def serve_in_thread(app: Any, stack: str) -> Iterator[str]:
-    """uvicorn serving `app` in a thread, on a free loopback port; yields the base URL."""
-    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    options: dict[str, Any] = dict(PLAIN_STACK) if stack == "plain" else {}
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", **options)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not server.started and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if not server.started:
-            raise RuntimeError("uvicorn did not start")
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(START_TIMEOUT)
-        sock.close()
 
 
 # --- one round --------------------------------------------------------------------------------

@@ -1,0 +1,189 @@
+"""Decision → goose confirmation: from a client's ``POST /gateway/approvals/{id}/decision`` to
+goose receiving ``POST /action-required/tool-confirmation``, against one ``POST`` round trip
+to the same fake goose, measured in the same run.
+
+The fake goose (`FakeGoose` in approve mode, ``_apps.py goose-approve``) runs in a process of
+its own, as goosed does, noting ``time.perf_counter()`` as each confirmation request arrives
+(on Linux CLOCK_MONOTONIC: one clock for every process of the machine). The `Gateway` (an
+`EventLog` on a SQLite file, or the PostgreSQL of ``--db``), whose `GooseUpstream` reaches that
+goose over HTTP, is served by uvicorn in a thread of this process; this process's main thread is
+the client, with one keep-alive httpx client per server.
+
+Each sample is one run: the client starts a run whose goose asks to run a tool, waits for the
+approval to be listed, then:
+
+- *baseline*: ``POST /action-required/tool-confirmation`` straight to the fake goose (an id of a
+  session goose does not know: it answers 200 and drops it), timed from just before the call to
+  the whole answer: one round trip, the least a decision could cost on top of its commit;
+- *decision*: ``POST /gateway/approvals/{id}/decision``, timed from the moment the gateway
+  receives it (a thin ASGI layer around the `Gateway` notes it) to the moment goose receives
+  the confirmation the decision makes: what the gateway adds between a person's decision and
+  goose hearing of it. The decision is committed first (row, audit and event in one
+  transaction), then sent. The time from the client's call is printed too: it adds the
+  client's own hop to the gateway, a second HTTP request the baseline does not make.
+
+A baseline comes right before every decision, so that both see the machine alike. Each round is
+a fresh log and servers; the first runs warm up and are not counted. The verdict is the median
+over rounds of decision p99 / baseline p99.
+
+    .venv/bin/python bench/approval_delivery.py               # about 1 minute on 2 cores
+    .venv/bin/python bench/approval_delivery.py --rounds 5 --samples 300 --db postgresql+psycopg://postgres@127.0.0.1/test
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from _harness import Server, Workdir, machine_load, percentile, serve_in_thread
+
+from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit.gateway import ANONYMOUS_WARNING
+from gateway_kit.testing.fake_state import DEFAULT_SECRET_KEY
+from gateway_kit.types import Receive, Scope, Send
+
+GOAL = 1.5  # decision p99 at most this times the baseline's p99
+CONFIRMATIONS = "/action-required/tool-confirmation"
+WARMUP = 10
+WAIT = 20.0
+
+
+class Decisions:
+    """The gateway, noting when each decision request arrives (before its body)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.at: dict[str, float] = {}  # approval id → perf_counter at arrival
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.endswith("/decision"):
+            self.at[path.split("/")[-2]] = time.perf_counter()
+        await self.gateway(scope, receive, send)
+
+
+@dataclass
+class Round:
+    baseline: list[float] = field(default_factory=list)  # ms
+    decision: list[float] = field(default_factory=list)  # ms, from the gateway's receipt
+    client: list[float] = field(default_factory=list)  # ms, from the client's call
+
+    def p(self, which: str, pct: float) -> float:
+        return percentile(getattr(self, which), pct)
+
+
+def wait_for(check: Any, what: str) -> Any:
+    deadline = time.monotonic() + WAIT
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not happen within {WAIT:g} s")
+        time.sleep(0.005)
+
+
+def pending(client: httpx.Client, stream: str) -> list[dict[str, Any]]:
+    answer = client.get(f"/gateway/streams/{stream}/approvals").json()
+    return [a for a in answer["approvals"] if a["status"] == "pending"]
+
+
+def ended(client: httpx.Client, run_id: str) -> bool:
+    return bool(client.get(f"/gateway/runs/{run_id}").json()["status"] != "active")
+
+
+def one_round(samples: int, db: str | None, work: Workdir, number: int) -> Round:
+    url = db or f"sqlite:///{work.new(f'round-{number}')}.db"
+    result = Round()
+    with Server(work, "goose-approve") as goose_server:
+        log = EventLog(url)
+        upstream = GooseUpstream(goose_server.url, secret_key=DEFAULT_SECRET_KEY)
+        gateway = Gateway(log=log, upstream=upstream, allow_anonymous=True, load_entry_points=False)
+        decisions = Decisions(gateway)
+        sent: dict[str, tuple[float, float]] = {}  # call id → (client's call, gateway's receipt)
+        baselines: list[float] = []
+        try:
+            with (
+                serve_in_thread(decisions, "standard") as gateway_url,
+                httpx.Client(base_url=gateway_url, timeout=WAIT) as client,
+                httpx.Client(
+                    base_url=goose_server.url,
+                    timeout=WAIT,
+                    headers={"X-Secret-Key": DEFAULT_SECRET_KEY},
+                ) as goose,
+            ):
+                prefix = f"bench-{number}-{time.time_ns()}"
+                for n in range(samples + WARMUP):
+                    call_id, stream = f"call_{number}_{n}", f"{prefix}-{n}"
+                    run = client.post(f"/gateway/streams/{stream}/runs", json={"message": call_id})
+                    run.raise_for_status()
+                    approval = wait_for(lambda s=stream: pending(client, s), "the approval")[0]
+                    started = time.perf_counter()
+                    body = {"id": f"baseline_{n}", "action": "allow_once", "sessionId": "none"}
+                    goose.post(CONFIRMATIONS, json=body).raise_for_status()
+                    baseline = time.perf_counter() - started
+                    started = time.perf_counter()
+                    decided = client.post(
+                        f"/gateway/approvals/{approval['approval_id']}/decision",
+                        json={"decision": "approve", "args_hash": approval["args_hash"]},
+                    )
+                    decided.raise_for_status()
+                    run_id = run.json()["run_id"]
+                    wait_for(lambda key=run_id: ended(client, key), "the run's end")
+                    if n >= WARMUP:
+                        sent[call_id] = (started, decisions.at[approval["approval_id"]])
+                        baselines.append(baseline * 1000)
+                arrived = goose.get("/bench/arrivals").json()
+        finally:
+            log.close()
+    for call_id, (started, received) in sent.items():
+        result.decision.append((arrived[call_id] - received) * 1000)
+        result.client.append((arrived[call_id] - started) * 1000)
+    result.baseline = baselines
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=150, help="decisions per round")
+    parser.add_argument("--db", help="a PostgreSQL URL (default: a SQLite file per round)")
+    args = parser.parse_args()
+    logging.getLogger("gateway_kit").addFilter(lambda r: r.getMessage() != ANONYMOUS_WARNING)
+    print(f"approval delivery: {args.rounds} rounds x {args.samples} decisions; {machine_load()}")
+    print(
+        f"log: {args.db or 'a SQLite file per round'}; "
+        "goose in its own process, the gateway in a thread"
+    )
+    ratios = []
+    work = Workdir()
+    try:
+        for number in range(args.rounds):
+            result = one_round(args.samples, args.db, work, number)
+            ratio = result.p("decision", 99) / result.p("baseline", 99)
+            ratios.append(ratio)
+            print(
+                f"round {number + 1}: baseline p50 {result.p('baseline', 50):.2f} ms "
+                f"p99 {result.p('baseline', 99):.2f} ms | decision → goose p50 "
+                f"{result.p('decision', 50):.2f} ms p99 {result.p('decision', 99):.2f} ms | "
+                f"p99 ratio {ratio:.2f} | from the client's call: p50 "
+                f"{result.p('client', 50):.2f} ms p99 {result.p('client', 99):.2f} ms"
+            )
+    finally:
+        work.cleanup()
+    ratio = statistics.median(ratios)
+    verdict = "MET" if ratio <= GOAL else "MISS"
+    spread = f"{min(ratios):.2f} to {max(ratios):.2f}"
+    print(
+        f"decision p99 / one POST round trip p99: {ratio:.2f} (rounds {spread}); "
+        f"goal ≤ {GOAL}: {verdict}"
+    )
+
+
+if __name__ == "__main__":
+    main()
