@@ -27,7 +27,8 @@ from ..coordination.tasks import TaskSet
 from ..exceptions import DatabaseUnavailable, LogClosed, UpstreamError
 from ..upstream.goose import GooseUpstream
 from .model import Approval, Kind
-from .service import ApprovalService, sending
+from .rules import sending
+from .service import ApprovalService
 from .store import Changed
 
 logger = logging.getLogger("gateway_kit.approvals")

@@ -136,6 +136,7 @@ class Approval:
             "decided_by": self.decided_by,
             "decided_at": self.decided_at,
             "reason": self.reason,
+            "response": self.response,
             "closed_reason": self.closed_reason,
             "delivered_at": self.delivered_at,
         }

@@ -9,75 +9,40 @@
 - nobody decided in time: the approval expires, which is a rejection (goose is told to deny);
 - goose can no longer take an answer (goosed restarted, the run ended): the approval is voided.
 
-Every change reads the row, decides, and writes it back at the version it read; when another
-change came first it reads the row again (`ApprovalStore.save`).
+Every change reads the row, applies one of `rules.py`'s changes, and writes it back at the
+version it read; when another change came first it reads the row again (`ApprovalStore.save`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-import datetime as dt
-import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..exceptions import (
-    ApprovalClosed,
-    ApprovalExpired,
-    ApprovalNotFound,
-    ArgumentsChanged,
-)
+from ..exceptions import ApprovalClosed, ApprovalNotFound
 from ..identity.principal import Principal
 from ..types import JSONObject
+from . import rules
 from .goose_actions import ActionRequest
-from .model import APPROVE, DECISIONS, Approval, Kind, Status, action_for, args_hash
+from .model import DECISIONS, Approval
 from .settings import ApprovalSettings
-from .store import CLAIMED, DECIDED, EXPIRED, VOIDED, ApprovalStore, Changed, new_approval_id
-
-logger = logging.getLogger("gateway_kit.approvals")
+from .store import CLAIMED, DECIDED, EXPIRED, VOIDED, ApprovalStore, Changed
 
 MAX_TRIES = 50  # rereads of one row under contention before giving up (never seen near it)
 NO_SUCH_APPROVAL = "no approval {approval_id!r}"
-DECIDED_ALREADY = "{decided_by} {status} it at {decided_at} (the first decision wins)"
-CLOSED_ALREADY = "the approval is {status}: {why}"
-EXPIRED_AT = "the approval expired at {expires_at}: it counts as rejected"
-OTHER_ARGUMENTS = (
-    "the decision names arguments {given} but the approval's are {expected}: "
-    "you were shown other arguments"
-)
+NOBODY_DECIDED = "nobody decided in time"
 RUN_ENDED = "the run ended before anybody decided"
 GOOSE_RESTARTED = "goose restarted: its wait for this answer is gone"
 ANSWERED_ELSEWHERE = "goose went on without an answer from the gateway"
 BAD_DECISION = "decision must be one of {choices}, got {value!r}"
+RUN_CANNOT_GO_ON = (
+    "goose restarted while the run waited for approval {approval_id} ({what}): goose lost "
+    "the wait, so the run cannot go on"
+)
 
-
-def utc(seconds: float | None) -> str:
-    """A time as people read it: ISO 8601, UTC, to the millisecond."""
-    moment = dt.datetime.fromtimestamp(seconds or 0.0, dt.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def sending(approval: Approval) -> JSONObject:
-    """The audit's detail of one sending of an answer to goose."""
-    return {"action": approval.action, "attempt": approval.attempts}
-
-
-def refusal(approval: Approval) -> ApprovalClosed:
-    """Why `approval`, closed, takes no more claims or decisions."""
-    if approval.status == Status.EXPIRED:
-        return ApprovalExpired(EXPIRED_AT.format(expires_at=utc(approval.expires_at)), approval)
-    if approval.status in (Status.APPROVED, Status.REJECTED):
-        message = DECIDED_ALREADY.format(
-            decided_by=approval.decided_by,
-            status=approval.status,
-            decided_at=utc(approval.decided_at),
-        )
-        return ApprovalClosed(message, approval)
-    why = approval.closed_reason or "closed"
-    return ApprovalClosed(CLOSED_ALREADY.format(status=approval.status, why=why), approval)
+# A change: the row as read and the time → the row to write, or None when there is nothing to do.
+Change = Callable[[Approval, float], Approval | None]
 
 
 class ApprovalService:
@@ -125,38 +90,30 @@ class ApprovalService:
         lifetime: int,
     ) -> tuple[Approval, bool]:
         """The approval of this invocation, and whether it is new."""
-        now = self.clock()
-        expiry = self.settings.expiry
-        if asked.kind == Kind.ELICITATION:
-            expiry = min(expiry, self.settings.elicitation_timeout)
-        approval = Approval(
-            approval_id=new_approval_id(),
-            kind=asked.kind,
+        approval = rules.new_approval(
+            asked,
             stream=stream,
             run_id=run_id,
             session_id=session_id,
             lifetime=lifetime,
-            request_id=asked.request_id,
-            tool_name=asked.tool_name,
-            arguments=asked.arguments,
-            args_hash=args_hash(asked.arguments),
-            prompt=asked.prompt,
-            status=Status.PENDING,
-            requested_at=now,
-            expires_at=now + expiry,
+            now=self.clock(),
+            settings=self.settings,
         )
         return await asyncio.to_thread(self.store.create, approval)
 
     # --- people
 
     async def claim(self, approval_id: str, principal: Principal) -> Approval:
-        def change(approval: Approval, now: float) -> Approval:
-            self._check_open(approval, now, principal, "claim_refused")
-            return dataclasses.replace(approval, claimed_by=principal.user_id, claimed_at=now)
-
-        return await self._change(
-            approval_id, change, audit_action="claimed", principal=principal, event=CLAIMED
+        claimed = await self._change(
+            approval_id,
+            lambda approval, now: rules.claimed(approval, now, principal.user_id),
+            audit_action="claimed",
+            principal=principal,
+            event=CLAIMED,
+            refused_as="claim_refused",
         )
+        assert claimed is not None  # a person's change is made or refused
+        return claimed
 
     async def decide(
         self,
@@ -175,27 +132,10 @@ class ApprovalService:
             raise ValueError(BAD_DECISION.format(choices=", ".join(DECISIONS), value=decision))
 
         def change(approval: Approval, now: float) -> Approval:
-            self._check_open(approval, now, principal, "decision_refused", decision)
-            if args_hash != approval.args_hash:
-                message = OTHER_ARGUMENTS.format(given=args_hash, expected=approval.args_hash)
-                self._refused(approval, now, principal, "decision_refused", decision, message)
-                raise ArgumentsChanged(message, approval)
-            approved = decision == APPROVE
-            return dataclasses.replace(
-                approval,
-                status=Status.APPROVED if approved else Status.REJECTED,
-                decision=decision,
-                decided_by=principal.user_id,
-                decided_at=now,
-                reason=reason,
-                response=(response or {})
-                if approved and approval.kind == Kind.ELICITATION
-                else None,
-                action=action_for(approval.kind, decision),
-                # The first sending is written down with the decision: it leaves at once.
-                attempts=approval.attempts + 1,
-                attempted_at=now,
-            )
+            return rules.decided(
+                approval, now, principal.user_id,
+                decision=decision, hashed=args_hash, reason=reason, response=response,
+            )  # fmt: skip
 
         decided = await self._change(
             approval_id,
@@ -204,67 +144,51 @@ class ApprovalService:
             principal=principal,
             event=DECIDED,
             detail={"decision": decision, "args_hash": args_hash, "reason": reason},
+            refused_as="decision_refused",
         )
+        assert decided is not None
         self._send(decided, begun=True)
         return decided
-
-    def _check_open(
-        self,
-        approval: Approval,
-        now: float,
-        principal: Principal,
-        audit_action: str,
-        decision: str | None = None,
-    ) -> None:
-        if approval.pending and now < approval.expires_at:
-            return
-        # Past its expiry a pending approval is refused as the expired one it is about to be.
-        error = refusal(dataclasses.replace(approval, status=Status.EXPIRED))
-        if not approval.pending:
-            error = refusal(approval)
-        self._refused(approval, now, principal, audit_action, decision, str(error))
-        raise error
-
-    def _refused(
-        self,
-        approval: Approval,
-        now: float,
-        principal: Principal,
-        audit_action: str,
-        decision: str | None,
-        why: str,
-    ) -> None:
-        detail = {"why": why, "decision": decision}
-        self.store.note(
-            approval.approval_id, at=now, audit_action=audit_action,
-            principal=principal.user_id, detail=detail,
-        )  # fmt: skip
 
     async def _change(
         self,
         approval_id: str,
-        change: Callable[[Approval, float], Approval],
+        change: Change,
         *,
         audit_action: str,
         principal: Principal | None = None,
         event: str | None = None,
         detail: JSONObject | None = None,
-    ) -> Approval:
-        def attempt() -> Approval:
+        refused_as: str = "refused",
+    ) -> Approval | None:
+        """Apply `change` to the row as it is now, until it is written or refused (audited as
+        `refused_as`)."""
+        user_id = None if principal is None else principal.user_id
+
+        def attempt() -> Approval | None:
             for _ in range(MAX_TRIES):
                 approval = self.store.get(approval_id)
                 if approval is None:
                     raise ApprovalNotFound(NO_SUCH_APPROVAL.format(approval_id=approval_id))
                 now = self.clock()
-                after = change(approval, now)
+                try:
+                    after = change(approval, now)
+                except ApprovalClosed as refused:
+                    why = {"why": str(refused), "decision": (detail or {}).get("decision")}
+                    self.store.note(
+                        approval_id, at=now, audit_action=refused_as, principal=user_id,
+                        detail=why,
+                    )  # fmt: skip
+                    raise
+                if after is None:
+                    return None
                 audit: list[tuple[str, JSONObject]] = [(audit_action, detail or {})]
                 if after.attempts > approval.attempts:  # its sending is written down with it
-                    audit.append(("sent", sending(after)))
+                    audit.append(("sent", rules.sending(after)))
                 try:
                     return self.store.save(
-                        approval, after, at=now, audit=audit,
-                        principal=None if principal is None else principal.user_id, event=event,
-                    )  # fmt: skip
+                        approval, after, at=now, audit=audit, principal=user_id, event=event
+                    )
                 except Changed:
                     continue
             raise RuntimeError(f"approval {approval_id} kept changing under {MAX_TRIES} tries")
@@ -273,47 +197,29 @@ class ApprovalService:
 
     # --- the gateway on its own
 
-    async def close(self, approval: Approval, status: Status, why: str) -> Approval | None:
-        """Expire or void `approval` unless it moved on; what it became, or None."""
-        expiring = status == Status.EXPIRED
+    async def expire(self, approval: Approval) -> Approval | None:
+        """Expire `approval` unless it moved on (goose is told to deny); what it became."""
+        expired = await self._change(
+            approval.approval_id,
+            lambda current, now: rules.expired(current, now, NOBODY_DECIDED),
+            audit_action="expired",
+            event=EXPIRED,
+            detail={"why": NOBODY_DECIDED},
+        )
+        if expired is not None and expired.owed:
+            self._send(expired, begun=True)
+        return expired
 
-        def change(current: Approval, now: float) -> Approval:
-            if expiring and not (current.pending and now >= current.expires_at):
-                raise _Skip
-            if not expiring and not (current.pending or current.owed):
-                raise _Skip
-            if current.lifetime != approval.lifetime:
-                raise _Skip
-            # An expired tool confirmation is denied; goose's own wait for an elicitation
-            # ends by itself, and a voided one has nobody waiting.
-            action = None
-            if expiring and current.kind == Kind.TOOL_CONFIRMATION:
-                action = action_for(current.kind, "reject")
-            if not expiring:
-                return dataclasses.replace(current, status=status, closed_reason=why)
-            sent = action is not None
-            return dataclasses.replace(
-                current,
-                status=status,
-                closed_reason=why,
-                action=action,
-                attempts=current.attempts + 1 if sent else current.attempts,
-                attempted_at=now if sent else current.attempted_at,
-            )
+    async def void(self, approval: Approval, why: str) -> Approval | None:
+        """Void `approval` unless it moved on (to another lifetime, or closed); what it became."""
 
-        try:
-            closed = await self._change(
-                approval.approval_id,
-                change,
-                audit_action=str(status),
-                event=EXPIRED if expiring else VOIDED,
-                detail={"why": why},
-            )
-        except _Skip:
-            return None
-        if closed.owed:
-            self._send(closed, begun=True)
-        return closed
+        def change(current: Approval, now: float) -> Approval | None:
+            return rules.voided(current, why) if current.lifetime == approval.lifetime else None
+
+        return await self._change(
+            approval.approval_id, change, audit_action="voided", event=VOIDED,
+            detail={"why": why},
+        )  # fmt: skip
 
     async def delivered(self, session_id: str, request_ids: Sequence[str]) -> None:
         """goose sent the tool responses of `request_ids`: their answers arrived. A pending
@@ -321,21 +227,15 @@ class ApprovalService:
         found = await asyncio.to_thread(self.store.open_of_session, session_id, request_ids)
         for approval in found:
             if approval.pending:
-                await self.close(approval, Status.VOIDED, ANSWERED_ELSEWHERE)
+                await self.void(approval, ANSWERED_ELSEWHERE)
                 continue
             await self.mark_delivered(approval)
 
     async def mark_delivered(self, approval: Approval) -> None:
-        def change(current: Approval, now: float) -> Approval:
-            if not current.owed:
-                raise _Skip
-            return dataclasses.replace(current, delivered_at=now)
-
-        with contextlib.suppress(_Skip):
-            await self._change(
-                approval.approval_id, change, audit_action="delivered",
-                detail={"action": approval.action},
-            )  # fmt: skip
+        await self._change(
+            approval.approval_id, rules.delivered, audit_action="delivered",
+            detail={"action": approval.action},
+        )  # fmt: skip
 
     async def lifetime_ended(self, session_id: str, lifetime: int) -> dict[str, str]:
         """goose restarted under `session_id`: the approvals of lifetimes before `lifetime`
@@ -345,13 +245,11 @@ class ApprovalService:
         for approval in found:
             if approval.lifetime >= lifetime:
                 continue
-            closed = await self.close(approval, Status.VOIDED, GOOSE_RESTARTED)
+            closed = await self.void(approval, GOOSE_RESTARTED)
             if closed is not None and closed.run_id is not None:
                 what = closed.tool_name or "an elicitation"
-                ended[closed.run_id] = (
-                    f"goose restarted while the run waited for approval {closed.approval_id} "
-                    f"({what}): goose lost the wait, so the run cannot go on"
-                )
+                message = RUN_CANNOT_GO_ON.format(approval_id=closed.approval_id, what=what)
+                ended[closed.run_id] = message
         return ended
 
     async def sweep(self) -> None:
@@ -360,9 +258,9 @@ class ApprovalService:
         now = self.clock()
         for approval in await asyncio.to_thread(self.store.pending):
             if now >= approval.expires_at:
-                await self.close(approval, Status.EXPIRED, "nobody decided in time")
+                await self.expire(approval)
         for approval in await asyncio.to_thread(self.store.pending_of_ended_runs):
-            await self.close(approval, Status.VOIDED, RUN_ENDED)
+            await self.void(approval, RUN_ENDED)
         for approval in await asyncio.to_thread(self.store.owed):
             if self.due(approval, now):
                 self._send(approval)
@@ -377,7 +275,3 @@ class ApprovalService:
         """Send `approval`'s answer; `begun` when its sending is written down already."""
         if self.deliver is not None:
             self.deliver(approval, begun)
-
-
-class _Skip(Exception):
-    """The approval moved on: nothing to do."""
