@@ -17,9 +17,12 @@ import httpx
 
 from gateway_kit import EventLog
 from gateway_kit.demo.gateway import bound_session_ids, build_demo
-from gateway_kit.demo.goose import FAILURE, TOOL_NAME, SimulatedGoose
+from gateway_kit.demo.goose import FAILURE, SHELL_TOOL, TOOL_NAME, SimulatedGoose
+from gateway_kit.testing import DECLINED_RESPONSE
 from gateway_kit.testing.sessions import new_session_id
 from gateway_kit.types import Message
+
+from ..waiting import until
 
 CONVERSATION = "conv-goose"
 SLOW = 60.0  # seconds between chunks: a run typing this slowly is still running when cancelled
@@ -175,6 +178,75 @@ def test_an_image_refused_by_a_text_model_is_retried_without_the_image_tool(
     assert events[-1]["type"] == "Finish"
     assert [a.get("recovery") for a in run["attempts"]] == [None, "visual_fallback"]
     assert tool_calls(events) == ["read_image", TOOL_NAME]  # no image read after the retry
+
+
+def tool_results(events: list[Envelope]) -> list[str]:
+    return [
+        content["text"]
+        for event in events
+        if event["type"] == "Message"
+        for item in event["data"]["message"]["content"]
+        if item["type"] == "toolResponse"
+        for content in item["toolResult"]["value"]["content"]
+    ]
+
+
+async def pending_approval(client: httpx.AsyncClient) -> Envelope:
+    """The conversation's pending approval, once the session pump has recorded it."""
+    found: list[Envelope] = []
+
+    async def recorded() -> bool:
+        answer = await client.get(f"/gateway/streams/{CONVERSATION}/approvals")
+        assert answer.status_code == 200, answer.text
+        found[:] = [a for a in answer.json()["approvals"] if a["status"] == "pending"]
+        return bool(found)
+
+    await until(recorded, failure=lambda: "the run never asked for an approval")
+    return found[0]
+
+
+def approve_run(sqlite_url: str, decision: str) -> tuple[Envelope, Envelope, list[Envelope]]:
+    """A run of ``/approve rm -rf build``: its approval as asked, as decided with `decision`,
+    and the run's events."""
+
+    async def body(client: httpx.AsyncClient) -> tuple[Envelope, Envelope, list[Envelope]]:
+        run_id = await start_run(client, "/approve rm -rf build")
+        asked = await pending_approval(client)
+        answer = await client.post(
+            f"/gateway/approvals/{asked['approval_id']}/decision",
+            json={"decision": decision, "args_hash": asked["args_hash"]},
+        )
+        assert answer.status_code == 200, answer.text
+        return asked, answer.json()["approval"], await run_events(client, run_id)
+
+    result: tuple[Envelope, Envelope, list[Envelope]] = with_demo(sqlite_url, body, typing_delay=0)
+    return result
+
+
+def test_an_approve_run_asks_to_run_the_command_and_goes_on_once_allowed(
+    sqlite_url: str,
+) -> None:
+    asked, decided, events = approve_run(sqlite_url, "approve")
+    assert asked["tool_name"] == SHELL_TOOL
+    assert asked["arguments"] == {"command": "rm -rf build"}
+    assert asked["run_id"] == events[0]["run_id"]
+    assert decided["status"] == "approved" and decided["decided_by"] == "demo"
+    types = [e["type"] for e in events]
+    assert types.index("approval_requested") < types.index("approval_decided")
+    assert events[-1]["type"] == "Finish"
+    assert tool_calls(events) == [SHELL_TOOL]
+    assert tool_results(events) == ["ran `rm -rf build` (simulated: nothing was run)"]
+    asking, answered = texts_by_message(events).values()
+    assert asking.endswith("`rm -rf build`")
+    assert answered.endswith("what came of `rm -rf build`.")
+
+
+def test_an_approve_run_goes_on_after_a_rejection_with_goose_s_refusal(sqlite_url: str) -> None:
+    _, decided, events = approve_run(sqlite_url, "reject")
+    assert decided["status"] == "rejected"
+    assert events[-1]["type"] == "Finish"
+    assert tool_results(events) == [DECLINED_RESPONSE]
+    assert list(texts_by_message(events).values())[-1].endswith("what came of `rm -rf build`.")
 
 
 def test_cancel_stops_a_goose_run_that_is_typing(sqlite_url: str) -> None:

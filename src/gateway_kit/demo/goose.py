@@ -17,7 +17,12 @@ its result, then the answer. A few messages provoke the built-in policies, to wa
 - ``/pretend NAME`` claims the page the same way and never writes it, follow-up after follow-up,
   until the guard gives up: ``guard_failed``, then a `Finish` flagged so;
 - ``/image`` reads a screenshot and fails as a text-only model does (`TEXT_ONLY_MODEL_ERROR`):
-  ``visual_fallback`` retries in a clean session without the image tool, from the text.
+  ``visual_fallback`` retries in a clean session without the image tool, from the text;
+- ``/approve COMMAND`` asks to run ``COMMAND`` (``rm -rf build`` when it names none) with
+  ``developer__shell``, as goose does in approve mode: the run waits for an approval, which
+  every open page of the conversation shows, and goes on once someone decides (or it expires).
+  A scripted turn cannot tell an allow from a deny, so its last words are the same after both:
+  the tool's result before them says which it was (goose's refusal after a deny). Nothing is run.
 """
 
 from __future__ import annotations
@@ -42,6 +47,13 @@ FAILURE = "the simulated goose was asked to fail"
 PUBLISH_COMMAND = "/publish"  # claims a page it has not written; writes it when asked
 PRETEND_COMMAND = "/pretend"  # claims a page and never writes it
 IMAGE_COMMAND = "/image"  # reads an image, which the text-only model refuses
+APPROVE_COMMAND = "/approve"  # a shell command that waits for a person's approval
+SHELL_TOOL = "developer__shell"
+DEFAULT_COMMAND = "rm -rf build"
+ASKING = ("This needs a shell command, ", "so I ask for your approval first: ", "`{command}`")
+APPROVAL_PROMPT = "Allow this shell command? Nothing really runs: this goose is simulated."
+RAN = "ran `{command}` (simulated: nothing was run)"
+ANSWERED = ("Thanks for answering. ", "The tool's result above says ", "what came of `{command}`.")
 PAGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # A page a follow-up prompt says is missing: a line ``- <root>/NAME.html``.
 MISSING_PAGE = re.compile(r"^- (?P<path>\S*?(?P<name>[A-Za-z0-9_-]{1,64})\.html)$", re.MULTILINE)
@@ -114,6 +126,23 @@ def image_turn(delay: float) -> Turn:
     return pause(turn, delay).read_image().error(TEXT_ONLY_MODEL_ERROR)
 
 
+def approve_turn(text: str, delay: float) -> Turn:
+    """Ask to run the command of an ``/approve`` message, wait for the answer, then say so."""
+    command = text.removeprefix(APPROVE_COMMAND).strip() or DEFAULT_COMMAND
+    turn = typed(Turn(), [chunk.format(command=command) for chunk in ASKING], delay)
+    turn = pause(turn, delay).confirm_tool(
+        SHELL_TOOL,
+        {"command": command},
+        result=RAN.format(command=command),
+        prompt=APPROVAL_PROMPT,
+    )
+    answered = [chunk.format(command=command) for chunk in ANSWERED]
+    turn = typed(turn, answered, delay)
+    return turn.usage(
+        input_tokens=len(text.split()), output_tokens=sum(len(c.split()) for c in answered)
+    )
+
+
 def demo_turn(
     user_message: JSONObject,
     *,
@@ -133,6 +162,8 @@ def demo_turn(
         return claiming_turn(name, typing_delay)
     if text.startswith(IMAGE_COMMAND):
         return image_turn(typing_delay)
+    if text.startswith(APPROVE_COMMAND):
+        return approve_turn(text, typing_delay)
     following = follow_up_turn(text, pretended, typing_delay)
     if following is not None:
         return following
