@@ -108,10 +108,11 @@ class Approval:
         return cls(**values)
 
     def row(self) -> dict[str, Any]:
-        """The row's columns, as the table holds them."""
+        """The row's columns, as the table holds them. JSON is stored ASCII-escaped: arguments
+        goose sent with a lone surrogate are kept as they came, and still fit a text column."""
         values = {name: getattr(self, name) for name in self.__slots__}
-        values["arguments"] = canonical_json(self.arguments)
-        values["response"] = None if self.response is None else canonical_json(self.response)
+        values["arguments"] = json.dumps(self.arguments, sort_keys=True)
+        values["response"] = None if self.response is None else json.dumps(self.response)
         return values
 
     def as_json(self) -> JSONObject:

@@ -21,6 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..exceptions import InvalidEvent
 from ..log import EventLog
 from ..log.transaction import Transaction
 from ..runs.model import RunStatus
@@ -35,6 +36,7 @@ DECIDED = "approval_decided"
 EXPIRED = "approval_expired"
 VOIDED = "approval_voided"
 EVENT_TYPES = (REQUESTED, CLAIMED, DECIDED, EXPIRED, VOIDED)
+OMITTED = "left out of this event ({why}); GET the stream's approvals to see them"
 RECENT = 50  # closed approvals a stream's list shows, newest first
 COLUMNS = [column.name for column in approvals.columns]
 
@@ -134,13 +136,35 @@ def _audit_params(
     }
 
 
-def event_of(approval: Approval, event_type: str) -> dict[str, Any]:
-    return {
+def printable(value: Any) -> Any:
+    """`value` with every string made valid Unicode (a lone surrogate becomes "?")."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [printable(item) for item in value]
+    if isinstance(value, dict):
+        return {printable(key): printable(item) for key, item in value.items()}
+    return value
+
+
+def event_of(log: EventLog, approval: Approval, event_type: str) -> dict[str, Any]:
+    """The event that tells clients of `approval`. Arguments the log cannot hold in one event
+    (too large, or not valid Unicode) are left out of it, saying so: the approval itself keeps
+    them, and `GET .../approvals` shows them."""
+    data = approval.as_json()
+    event: dict[str, Any] = {
         "stream": approval.stream,
         "type": event_type,
-        "data": approval.as_json(),
+        "data": data,
         "run_id": approval.run_id,
     }
+    try:
+        log.check(**event)
+    except InvalidEvent as refused:
+        reduced = printable({**data, "arguments": None, "prompt": None})
+        reduced["arguments_omitted"] = OMITTED.format(why=refused)
+        event["data"] = reduced
+    return event
 
 
 class ApprovalStore:
@@ -231,7 +255,7 @@ class ApprovalStore:
             )
 
         try:
-            self.log.append_with([event_of(approval, REQUESTED)], also)
+            self.log.append_with([event_of(self.log, approval, REQUESTED)], also)
         except Changed:
             found = self.find(approval.session_id, approval.lifetime, approval.request_id)
             if found is None:
@@ -266,7 +290,7 @@ class ApprovalStore:
                 transaction.execute(ADD_AUDIT, entry)
 
         if event is not None:
-            self.log.append_with([event_of(saved, event)], also)
+            self.log.append_with([event_of(self.log, saved, event)], also)
             return saved
         with self.tables.transaction() as conn:
             if conn.execute(UPDATE, params).rowcount != 1:
