@@ -18,54 +18,25 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from gateway_kit import EventLog
 from gateway_kit.approvals import ApprovalStore
 from gateway_kit.demo.goose import SHELL_TOOL
-from gateway_kit.identity.tokens import ApiTokens
 
 from .test_event_source_resumes import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    NO_CHROMIUM,
     STREAM,
     WAIT_MS,
     Server,
-    free_port,
     open_conversation,
 )
 
 COMMAND = "rm -rf build"
 FINAL_WORDS = f"what came of `{COMMAND}`."
 STOP_TIMEOUT = 20.0
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Iterator[Server]:
-    server = Server(f"sqlite:///{tmp_path}/gateway.db", free_port(), tmp_path / "server.log")
-    with EventLog(server.db_url) as log:
-        server.token = ApiTokens(log).create("demo")[1]
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    assert os.path.exists(CHROMIUM), NO_CHROMIUM
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 class Tail:

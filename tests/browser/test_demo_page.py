@@ -4,24 +4,15 @@ list stays folded away until asked for."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from gateway_kit import EventLog
-from gateway_kit.identity.tokens import ApiTokens
 
 from .test_event_source_resumes import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    NO_CHROMIUM,
     STREAM,
     WAIT_MS,
     Server,
-    free_port,
     open_conversation,
 )
 
@@ -30,26 +21,8 @@ LOGIN_HINT = "(log in first)"
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Iterator[Server]:
-    server = Server(f"sqlite:///{tmp_path}/gateway.db", free_port(), tmp_path / "server.log")
-    with EventLog(server.db_url) as log:
-        server.token = ApiTokens(log).create("demo")[1]
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def page() -> Iterator[Page]:
-    assert os.path.exists(CHROMIUM), NO_CHROMIUM
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_page()
-        finally:
-            browser.close()
+def page(browser: Browser) -> Page:
+    return browser.new_page()
 
 
 def text_of(page: Page, selector: str) -> str:
