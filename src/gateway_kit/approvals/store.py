@@ -38,6 +38,9 @@ VOIDED = "approval_voided"
 EVENT_TYPES = (REQUESTED, CLAIMED, DECIDED, EXPIRED, VOIDED)
 OMITTED = "left out of this event ({why}); GET the stream's approvals to see them"
 RECENT = 50  # closed approvals a stream's list shows, newest first
+# Pending approvals a stream's list shows, oldest first: goose waits for one at a time per
+# session, so more is a goose that asks without waiting, and the list stays bounded anyway.
+MOST_PENDING = 200
 COLUMNS = [column.name for column in approvals.columns]
 
 BY_ID = sa.select(approvals).where(approvals.c.approval_id == sa.bindparam("approval_id"))
@@ -50,6 +53,7 @@ PENDING_OF_STREAM = (
     sa.select(approvals)
     .where(approvals.c.stream == sa.bindparam("stream"), approvals.c.status == Status.PENDING)
     .order_by(approvals.c.requested_at)
+    .limit(sa.bindparam("limit"))
 )
 CLOSED_OF_STREAM = (
     sa.select(approvals)
@@ -188,9 +192,9 @@ class ApprovalStore:
         return found[0] if found else None
 
     def of_stream(self, stream: str, recent: int = RECENT) -> list[Approval]:
-        """The stream's pending approvals, oldest first, then its `recent` closed ones, newest
-        first."""
-        pending = self._approvals(PENDING_OF_STREAM, stream=stream)
+        """The stream's pending approvals, oldest first (`MOST_PENDING` at most), then its
+        `recent` closed ones, newest first."""
+        pending = self._approvals(PENDING_OF_STREAM, stream=stream, limit=MOST_PENDING)
         return pending + self._approvals(CLOSED_OF_STREAM, stream=stream, limit=recent)
 
     def pending_of_streams(self, streams: Sequence[str]) -> list[tuple[str, str]]:
