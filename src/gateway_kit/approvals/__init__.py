@@ -8,10 +8,11 @@ transaction of the row, its audit entry and the stream's event (`store`).
 
 from __future__ import annotations
 
+from .events import EVENT_TYPES
 from .model import Approval, Kind, Status, args_hash
 from .service import ApprovalService
 from .settings import ApprovalSettings
-from .store import EVENT_TYPES, ApprovalStore, AuditEntry
+from .store import ApprovalStore, AuditEntry
 
 __all__ = [
     "EVENT_TYPES",

@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from ..types import JSONObject
+
+
+def new_approval_id() -> str:
+    return f"apr_{uuid.uuid4().hex}"
 
 
 class Status(StrEnum):

@@ -14,9 +14,17 @@ import datetime as dt
 from ..exceptions import ApprovalClosed, ApprovalExpired, ArgumentsChanged
 from ..types import JSONObject
 from .goose_actions import ActionRequest
-from .model import APPROVE, REJECT, Approval, Kind, Status, action_for, args_hash
+from .model import (
+    APPROVE,
+    REJECT,
+    Approval,
+    Kind,
+    Status,
+    action_for,
+    args_hash,
+    new_approval_id,
+)
 from .settings import ApprovalSettings
-from .store import new_approval_id
 
 DECIDED_ALREADY = "{decided_by} {status} it at {decided_at} (the first decision wins)"
 CLOSED_ALREADY = "the approval is {status}: {why}"

@@ -24,10 +24,11 @@ from ..exceptions import ApprovalClosed, ApprovalNotFound
 from ..identity.principal import Principal
 from ..types import JSONObject
 from . import rules
+from .events import CLAIMED, DECIDED, EXPIRED, VOIDED
 from .goose_actions import ActionRequest
 from .model import DECISIONS, Approval
 from .settings import ApprovalSettings
-from .store import CLAIMED, DECIDED, EXPIRED, VOIDED, ApprovalStore, Changed
+from .store import ApprovalStore, Changed
 
 MAX_TRIES = 50  # rereads of one row under contention before giving up (never seen near it)
 NO_SUCH_APPROVAL = "no approval {approval_id!r}"

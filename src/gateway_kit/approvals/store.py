@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,22 +20,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..exceptions import InvalidEvent
 from ..log import EventLog
 from ..log.transaction import Transaction
 from ..runs.model import RunStatus
 from ..runs.tables import runs
 from ..types import JSONObject
+from .events import REQUESTED, event_of
 from .model import ANSWERED, Approval, Status
 from .tables import approvals, audit
 
-REQUESTED = "approval_requested"
-CLAIMED = "approval_claimed"
-DECIDED = "approval_decided"
-EXPIRED = "approval_expired"
-VOIDED = "approval_voided"
-EVENT_TYPES = (REQUESTED, CLAIMED, DECIDED, EXPIRED, VOIDED)
-OMITTED = "left out of this event ({why}); GET the stream's approvals to see them"
 RECENT = 50  # closed approvals a stream's list shows, newest first
 # Pending approvals a stream's list shows, oldest first: goose waits for one at a time per
 # session, so more is a goose that asks without waiting, and the list stays bounded anyway.
@@ -124,10 +116,6 @@ class AuditEntry:
         return dataclasses.asdict(self)
 
 
-def new_approval_id() -> str:
-    return f"apr_{uuid.uuid4().hex}"
-
-
 def _audit_params(
     approval_id: str, at: float, action: str, principal: str | None, detail: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -138,37 +126,6 @@ def _audit_params(
         "a_principal": principal,
         "a_detail": json.dumps(dict(detail), ensure_ascii=False, sort_keys=True),
     }
-
-
-def printable(value: Any) -> Any:
-    """`value` with every string made valid Unicode (a lone surrogate becomes "?")."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, list):
-        return [printable(item) for item in value]
-    if isinstance(value, dict):
-        return {printable(key): printable(item) for key, item in value.items()}
-    return value
-
-
-def event_of(log: EventLog, approval: Approval, event_type: str) -> dict[str, Any]:
-    """The event that tells clients of `approval`. Arguments the log cannot hold in one event
-    (too large, or not valid Unicode) are left out of it, saying so: the approval itself keeps
-    them, and `GET .../approvals` shows them."""
-    data = approval.as_json()
-    event: dict[str, Any] = {
-        "stream": approval.stream,
-        "type": event_type,
-        "data": data,
-        "run_id": approval.run_id,
-    }
-    try:
-        log.check(**event)
-    except InvalidEvent as refused:
-        reduced = printable({**data, "arguments": None, "prompt": None})
-        reduced["arguments_omitted"] = OMITTED.format(why=refused)
-        event["data"] = reduced
-    return event
 
 
 class ApprovalStore:
