@@ -131,6 +131,13 @@ def test_an_approval_closed_is_tool_approval_resolved(
     ]
 
 
+def test_arguments_left_out_of_the_event_are_said_to_be_left_out() -> None:
+    data = {**an_approval().as_json(), "arguments": None, "arguments_omitted": "too large"}
+    (required,) = legacy_events({"type": "approval_requested", "data": data})
+    assert required[1]["arguments"] is None
+    assert required[1]["arguments_omitted"] == "too large"
+
+
 def test_only_tool_approvals_asked_for_or_closed_make_legacy_messages() -> None:
     approval = an_approval()
     question = an_approval(kind=Kind.ELICITATION, tool_name=None)
@@ -271,6 +278,23 @@ def test_no_principal_is_a_401_and_a_name_no_stream_can_have_a_400(log: EventLog
             assert refused.status_code == 400, refused.text
             assert refused.json()["error"] == "invalid_stream"
         assert posted.status_code == 405 and posted.headers["allow"] == "GET"
+
+    run(main)
+
+
+def test_arguments_that_are_not_valid_unicode_are_listed_escaped(log: EventLog) -> None:
+    StreamOwners(log).declare("conv", "alice")
+    alice = bearer(log, "alice")
+    odd = dataclasses.replace(SHELL, arguments={"command": "ls \udc80"})
+
+    async def main() -> None:
+        async with gateway(log) as (client, served):
+            await ask(served.approvals, "conv", odd)
+            answer = await client.get(PATH, headers=alice)
+        assert answer.status_code == 200, answer.text
+        assert answer.content.isascii()
+        (item,) = answer.json()["approvals"]
+        assert item["arguments"] == {"command": "ls \udc80"}  # as goose sent them
 
     run(main)
 

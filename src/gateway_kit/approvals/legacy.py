@@ -15,8 +15,10 @@ The legacy server kept these approvals in process memory, bound to a username an
 conversation: a restart lost every pending one. Here they are the gateway's rows, so an old
 client still finds, after a restart, the approval it was shown. ``id`` is the ``approval_id``;
 ``username`` is the conversation's owner when one is recorded, else the user asking; times are
-epoch seconds. Only tool confirmations have a legacy shape: a question goose asks the user (an
-elicitation) is served by the gateway's own routes alone.
+epoch seconds. Arguments an event cannot hold are left out of it (``arguments`` null, and
+``arguments_omitted`` says why): the list shows them whole. Only tool confirmations have a
+legacy shape: a question goose asks the user (an elicitation) is served by the gateway's own
+routes alone.
 
 The pending list holds what the principal may read (`authorize_subscription`, stream by
 stream), as the gateway's own ``GET {prefix}/streams/{s}/approvals`` does: the ``anonymous``
@@ -28,13 +30,14 @@ no filter, as an absent one). The route only reads.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
 
 from ..hooks import Plugins
-from ..http.errors import HTTPError, send_json
+from ..http.errors import HTTPError, send_json_text
 from ..http.request import Request, relative_path
 from ..http.routing import INVALID_STREAM, Route, Router, unfit_stream
 from ..identity.owners import StreamOwners
@@ -50,6 +53,7 @@ TOOL_APPROVAL_REQUIRED = "tool_approval_required"
 TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
 RESOLVING = (DECIDED, EXPIRED, VOIDED)
 CONVERSATION_PARAM = "conversation_id"
+OMITTED = "arguments_omitted"
 
 PENDING_TOOL_APPROVALS = (
     sa.select(approvals)
@@ -83,7 +87,7 @@ def required_message(data: Any) -> JSONObject | None:
     approval = _tool_approval(data)
     if approval is None:
         return None
-    return {
+    payload = {
         "approval_id": approval["approval_id"],
         "id": approval["approval_id"],
         "conversation_id": approval["stream"],
@@ -93,6 +97,9 @@ def required_message(data: Any) -> JSONObject | None:
         "args_hash": approval.get("args_hash"),
         "expires_at": approval.get("expires_at"),
     }
+    if OMITTED in approval:  # arguments the event could not hold: the list has them
+        payload[OMITTED] = approval[OMITTED]
+    return payload
 
 
 def resolved_message(data: Any) -> JSONObject | None:
@@ -227,4 +234,6 @@ class LegacyPendingApprovals:
                 for approval in found
                 if approval.stream in readable
             ]
-        await send_json(request.send, 200, {"success": True, "approvals": items})
+        # ASCII-escaped: goose's arguments may hold a lone surrogate, which UTF-8 cannot carry.
+        document = json.dumps({"success": True, "approvals": items})
+        await send_json_text(request.send, 200, document)
