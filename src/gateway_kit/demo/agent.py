@@ -10,6 +10,11 @@ one chunk of text each), then `Finish`, or `Error` when the turn fails. A messag
 it. Told by the guard what is missing (a follow-up turn), the first writes it in the user's
 public folder, the app's ``PUBLIC_ROOT`` with ``{user_id}`` filled (the same template as the
 guard's ``public_root``); the second never does.
+
+``/confirm TOOL [ARGUMENTS]`` shows the legacy tool approval (`gateway_kit.demo.approvals`):
+the turn writes ``tool_approval_required``, waits in its thread for the user's answer, writes
+``tool_approval_resolved``, then says it ran the tool, or why not (``rejected``, ``timeout``,
+or ``approval_missing`` when a restart lost the request).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 from ..exceptions import LogClosed
 from ..log.event import ERROR, FINISH
+from .approvals import APPROVED, ToolApprovalManager
 from .tasks import EventWriter, TaskFollowUp
 
 logger = logging.getLogger("gateway_kit.demo")
@@ -50,6 +56,15 @@ PAGE = (
 WROTE = "Sorry, I had not written it. Now the page is published at {pages}."
 PRETENDED = "Done again: the page is published at {pages}."  # and still not written
 COULD_NOT = "I cannot write anything: the pages stay as they are."
+CONFIRM_COMMAND = "/confirm"  # asks the user's approval of a tool, then runs it or not
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+TOOL_APPROVAL_REQUIRED = "tool_approval_required"
+TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
+RAN = "I ran {tool}: done."
+NOT_RUN = "I did not run {tool}: {why}."
+
+# turn(write): one task's turn, writing its events through `write`.
+TaskTurn = Callable[[EventWriter], None]
 
 
 def new_message_id() -> str:
@@ -77,6 +92,75 @@ def run_turn(write: EventWriter, message: str, *, chunk_delay: float = 0.0) -> N
     """Stream a reply to `message` through `write`; never raises."""
     stream_reply(
         write, lambda: reply_chunks(message), message.startswith(FAIL_COMMAND), chunk_delay
+    )
+
+
+def confirmed_tool(message: str) -> tuple[str, dict[str, Any]] | None:
+    """The tool, and its arguments, that a ``/confirm`` message asks to run; else None."""
+    command, _, rest = message.partition(" ")
+    tool, _, arguments = rest.strip().partition(" ")
+    if command != CONFIRM_COMMAND or not TOOL_NAME.fullmatch(tool):
+        return None
+    return tool, ({"command": arguments.strip()} if arguments.strip() else {})
+
+
+def confirm_turn(
+    write: EventWriter,
+    message: str,
+    *,
+    approvals: ToolApprovalManager,
+    user: str,
+    conversation_id: str,
+    timeout: float,
+    chunk_delay: float = 0.0,
+) -> None:
+    """The legacy way to run a tool the user must approve: ask (``tool_approval_required``),
+    wait in this thread for `user`'s answer, say what came of it (``tool_approval_resolved``),
+    then run the tool or say why not; never raises."""
+    asked = confirmed_tool(message)
+    if asked is None:
+        run_turn(write, message, chunk_delay=chunk_delay)
+        return
+    tool, arguments = asked
+
+    def ask_then_act() -> list[str]:
+        approval_id = approvals.create_request(user, conversation_id, tool, arguments)
+        ids = {"approval_id": approval_id, "id": approval_id, "conversation_id": conversation_id}
+        write(
+            TOOL_APPROVAL_REQUIRED,
+            {**ids, "tool_name": tool, "arguments": arguments, "prompt": None},
+        )
+        outcome = approvals.wait(approval_id, timeout)
+        # Nobody's answer is recorded: the client is told what came of it, not who decided.
+        resolved = {"approved": outcome == APPROVED, "status": outcome, "decided_by": None}
+        write(TOOL_APPROVAL_RESOLVED, {**ids, **resolved, "reason": None})
+        if outcome == APPROVED:
+            return chunks_of(RAN.format(tool=tool))
+        return chunks_of(NOT_RUN.format(tool=tool, why=outcome))
+
+    stream_reply(write, ask_then_act, False, chunk_delay)
+
+
+def task_turn(
+    config: Mapping[str, Any],
+    approvals: ToolApprovalManager,
+    message: str,
+    *,
+    user: str,
+    conversation_id: str,
+) -> TaskTurn:
+    """The turn of `user`'s task that begins with `message`, in an app of `config`."""
+    chunk_delay = config["TURN_CHUNK_DELAY"]
+    if confirmed_tool(message) is None:
+        return functools.partial(run_turn, message=message, chunk_delay=chunk_delay)
+    return functools.partial(
+        confirm_turn,
+        message=message,
+        approvals=approvals,
+        user=user,
+        conversation_id=conversation_id,
+        timeout=config["TOOL_APPROVAL_TIMEOUT"],
+        chunk_delay=chunk_delay,
     )
 
 

@@ -9,6 +9,11 @@
   ``RUN_GUARDS`` (a gateway's `run_guards`), the task is held to its finish guards, and a veto
   gets a follow-up turn (``/publish NAME``: see `gateway_kit.demo.agent`).
 - ``GET /api/tasks/<task_id>?from=<idx>`` is the poll: see `gateway_kit.demo.tasks`.
+- Tool approvals, the legacy way (`gateway_kit.demo.approvals`): a task of ``/confirm TOOL``
+  waits for ``POST /api/tool-approvals/<id>`` with ``{"approved": true|false}``;
+  ``GET /api/plan-approvals/pending[?conversation_id=C]`` lists the user's pending ones, as
+  ``{"success": true, "approvals": [...]}``. All in process memory: a restart loses them
+  (behind the gateway, the list is the gateway's durable approvals, in the same shape).
 - ``POST /api/conversations/<conversation_id>/title`` with ``{"title"}`` renames a
   conversation: an event of no run (``TitleChanged``), which every client of the conversation
   gets, REST-only ones too.
@@ -28,8 +33,8 @@ a run this process owns (`gateway_kit.owned_run`), ended with an ``Error`` by th
 process dies mid-task; the gateway wrapping the app then answers the poll from the log, in the
 same shape.
 
-One module, a little over 300 lines: a legacy Flask app is one file of routes, and the demo
-shows that "before" as its users have it.
+One module, over 300 lines: a legacy Flask app is one file of routes, and the demo shows that
+"before" as its users have it.
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ from ..exceptions import DatabaseUnavailable, InvalidCredential, InvalidEvent, L
 from ..http.errors import DATABASE_UNAVAILABLE
 from ..http.unavailable import DATABASE_UNAVAILABLE_MESSAGE, RETRY_AFTER_SECONDS
 from ..identity.principal import PRINCIPAL_KEY, Principal
-from .agent import new_message_id, run_turn, task_follow_up
+from .agent import TaskTurn, new_message_id, task_follow_up, task_turn
+from .approvals import DEFAULT_WAIT, ToolApprovalManager
 from .conversations import may_write
 from .legacy_sockets import LEGACY_SOCKETIO_PATH, LegacySocketTokens, legacy_socketio
 from .secret import configured_key, process_key
@@ -62,6 +68,7 @@ DEFAULT_USERS = {"demo": "demo"}
 DEFAULT_CONVERSATION = "demo"
 CHUNK_DELAY = 0.15  # seconds between reply chunks, so the page shows the reply arriving
 TASKS_EXTENSION = "gateway_kit_demo_tasks"
+APPROVALS_EXTENSION = "gateway_kit_demo_tool_approvals"
 
 LOGIN_REQUIRED = "log in first: POST /login with a username and password"
 BAD_CREDENTIALS = "wrong username or password"
@@ -72,6 +79,9 @@ NO_LOG = "titles are kept in the event log; this app has none (EVENT_LOG)"
 NO_SUCH_CONVERSATION = "no conversation of yours has that id"
 MAX_TITLE = 200
 BAD_OFFSET = "from must be a non-negative integer index, got {value!r}"
+BAD_ANSWER = 'send JSON {"approved": true} or {"approved": false}'
+NO_SUCH_APPROVAL = "no pending approval {approval_id} of yours"
+ANSWERED_ALREADY = "approval {approval_id} was answered already"
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -88,14 +98,18 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         # Where the fake agent writes the pages it publishes: a path with {user_id}, as the
         # gateway's publish_guard `public_root` (see `gateway_kit.demo.agent`).
         PUBLIC_ROOT=None,
+        TOOL_APPROVAL_TIMEOUT=DEFAULT_WAIT,  # seconds a /confirm task waits for its answer
     )
     app.config.update(config or {})
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = process_key()
     app.extensions[TASKS_EXTENSION] = TaskStore()
+    # The legacy server's process-memory singleton: a new process starts with none.
+    app.extensions[APPROVALS_EXTENSION] = ToolApprovalManager()
     register_pages(app)
     register_auth(app)
     register_tasks(app)
+    register_tool_approvals(app)
     register_conversations(app)
     register_legacy_sockets(app)
     app.register_error_handler(DatabaseUnavailable, database_unavailable)
@@ -280,10 +294,16 @@ def register_tasks(app: Flask) -> None:
             return error(400, "bad_request", str(exc))
         except RunError:  # taken by another user since `may_write` looked
             return error(404, "not_found", NO_SUCH_CONVERSATION)
+        turn = task_turn(
+            app.config,
+            app.extensions[APPROVALS_EXTENSION],
+            message,
+            user=user,
+            conversation_id=conversation_id,
+        )
         threading.Thread(
             target=run_task,
-            args=(events.write, held, message),
-            kwargs={"chunk_delay": app.config["TURN_CHUNK_DELAY"]},
+            args=(events.write, held, turn),
             name=f"task-{task.task_id}",
             daemon=True,
         ).start()
@@ -305,13 +325,42 @@ def register_tasks(app: Flask) -> None:
         return jsonify(store.poll(task, int(value)))
 
 
-def run_task(
-    write: EventWriter, held: contextlib.ExitStack, message: str, *, chunk_delay: float
-) -> None:
+def register_tool_approvals(app: Flask) -> None:
+    approvals: ToolApprovalManager = app.extensions[APPROVALS_EXTENSION]
+
+    @app.post("/api/tool-approvals/<approval_id>")
+    def answer_approval(approval_id: str) -> ResponseReturnValue:
+        user = current_user()
+        if user is None:
+            return error(401, "login_required", LOGIN_REQUIRED)
+        body = request.get_json(silent=True)
+        approved = body.get("approved") if isinstance(body, dict) else None
+        if not isinstance(approved, bool):
+            return error(400, "bad_request", BAD_ANSWER)
+        item = approvals.get(approval_id)
+        if item is None or item["username"] != user:
+            # Gone with a restart, or another user's: the task waiting for it is told so.
+            message = NO_SUCH_APPROVAL.format(approval_id=approval_id)
+            return error(404, "approval_missing", message)
+        if not approvals.decide(approval_id, user, approved):
+            return error(409, "already_decided", ANSWERED_ALREADY.format(approval_id=approval_id))
+        return jsonify(success=True, approval_id=approval_id, approved=approved)
+
+    @app.get("/api/plan-approvals/pending")
+    def pending_approvals() -> ResponseReturnValue:
+        # Behind the gateway (its legacy_approvals_path), the gateway answers this instead.
+        user = current_user()
+        if user is None:
+            return error(401, "login_required", LOGIN_REQUIRED)
+        conversation_id = request.args.get("conversation_id") or None
+        return jsonify(success=True, approvals=approvals.pending(user, conversation_id))
+
+
+def run_task(write: EventWriter, held: contextlib.ExitStack, turn: TaskTurn) -> None:
     """A task's turn, in its own thread; `held` ends the task when the turn returns."""
     try:
         with held:
-            run_turn(write, message, chunk_delay=chunk_delay)
+            turn(write)
     except LogClosed:
         # The server is stopping: the task's lease runs out, and the gateway ends the task
         # with an Error once it runs again.

@@ -16,6 +16,7 @@ from typing import Any
 from ..app_runs.guards import RunGuards
 from ..app_runs.sweeper import OwnedRunSweeper
 from ..approvals.delivery import ApprovalDelivery
+from ..approvals.legacy import legacy_events
 from ..approvals.service import ApprovalService
 from ..approvals.settings import ApprovalSettings
 from ..approvals.store import ApprovalStore
@@ -254,6 +255,8 @@ def build_services(
             queue_size=settings.queue_size,
             send_timeout=settings.send_timeout,
             max_page_bytes=settings.max_page_bytes,
+            # Legacy clients read approvals as tool_approval_required / _resolved messages.
+            extra_events=legacy_events,
         )
         socketio = sockets
     execution = build_execution(

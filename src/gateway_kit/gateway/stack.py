@@ -7,6 +7,7 @@ stops every piece of background work; the parts below only serve requests.
 
 from __future__ import annotations
 
+from ..approvals.legacy import LegacyPendingApprovals
 from ..approvals.routes import ApprovalRoutes
 from ..execution.routes import HeartbeatRoutes
 from ..http.fallback import PrefixNotFound
@@ -32,6 +33,7 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
     settings, plugins, streams = services.settings, services.plugins, services.streams
     prefix = settings.prefix
     runs = services.runs
+    approvals = None if services.approvals is None else services.approvals.service
     parts = [
         Middleware(Lifespan, work=background_work(services)),
         # Above every part that may need the database: its outage is one answer, a 503.
@@ -69,13 +71,22 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
         Middleware(HeartbeatRoutes, decider=services.execution.decider, prefix=prefix),
         Middleware(
             ApprovalRoutes,
-            approvals=None if services.approvals is None else services.approvals.service,
+            approvals=approvals,
             plugins=plugins,
             prefix=prefix,
             max_body_bytes=settings.max_body_bytes,
             body_timeout=settings.body_timeout,
         ),
     ]
+    if settings.legacy_approvals_path is not None:
+        parts.append(
+            Middleware(
+                LegacyPendingApprovals,
+                approvals=approvals,
+                plugins=plugins,
+                path=settings.legacy_approvals_path,
+            )
+        )
     if services.sockets is not None:
         parts.append(
             Middleware(PresenceRoutes, sockets=services.sockets, plugins=plugins, prefix=prefix)

@@ -20,6 +20,10 @@ its writer has taken what it holds: a slow client costs a page of memory, not th
 Room emits skip the message queue (python-socketio's Redis manager): each process delivers the
 log to its own connections, and the log reaches every process by itself.
 
+`extra_events` (given by whoever composes the server) names more messages an event makes, sent
+right after its ``event`` message, to the room and in replays alike: the legacy clients' names
+for approval events, say. A failure of it is logged and costs those messages only.
+
 One module, though over 300 lines: the join (buffer, replay, enter) and the feed's emits are
 one ordering argument, and it reads whole or not at all.
 """
@@ -31,7 +35,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +51,9 @@ from .outbox import Outboxes
 logger = logging.getLogger("gateway_kit.sockets")
 
 REPLAY_PAGE = 500
+
+# extra_events(envelope): the (name, payload) messages an event's envelope also makes.
+ExtraEvents = Callable[[Mapping[str, Any]], Sequence[tuple[str, Any]]]
 
 
 def room_of(stream: str) -> str:
@@ -89,6 +96,7 @@ class RoomFeeds:
     :param hub: the shared live reader of this event loop.
     :param sio: the Socket.IO server whose rooms are fed.
     :param outboxes: what each connection has waiting, and its limit.
+    :param extra_events: the messages an event makes besides its ``event`` message.
     """
 
     def __init__(
@@ -99,8 +107,10 @@ class RoomFeeds:
         outboxes: Outboxes,
         *,
         max_page_bytes: int | None = None,
+        extra_events: ExtraEvents | None = None,
     ) -> None:
         self.log = log
+        self.extra_events = extra_events
         self.hub = hub
         self.sio = sio
         self.outboxes = outboxes
@@ -150,7 +160,7 @@ class RoomFeeds:
             while joining.buffer and not joining.gone.is_set():
                 event = joining.buffer.popleft()
                 if event.seq > last:
-                    await self._send(sid, event.envelope())  # waits: the room emits meanwhile
+                    await self._send_event(sid, event)  # waits: the room emits meanwhile
                     last = event.seq
             if joining.gone.is_set():
                 return
@@ -271,7 +281,10 @@ class RoomFeeds:
             joining.offer(event)
         if not feed.members:
             return
-        await self.sio.emit("event", event.envelope(), room=room, ignore_queue=True)
+        envelope = event.envelope()
+        await self.sio.emit("event", envelope, room=room, ignore_queue=True)
+        for name, payload in self._extra(envelope):
+            await self.sio.emit(name, payload, room=room, ignore_queue=True)
         behind = [sid for sid in feed.members if self.outboxes.over(sid)]
         for sid in behind:
             feed.members.discard(sid)
@@ -314,7 +327,7 @@ class RoomFeeds:
                     return after
                 if event.seq > upto:
                     return upto
-                await self._send(sid, event.envelope())
+                await self._send_event(sid, event)
                 after = event.seq
             if not may_continue(page, self.page, self.max_page_bytes):
                 return upto
@@ -323,3 +336,19 @@ class RoomFeeds:
     async def _send(self, sid: str, message: dict[str, Any]) -> None:
         # To a connection of this process: no need to go through the message queue.
         await self.sio.emit("event", message, to=sid, ignore_queue=True)
+
+    async def _send_event(self, sid: str, event: Event) -> None:
+        envelope = event.envelope()
+        await self._send(sid, envelope)
+        for name, payload in self._extra(envelope):
+            await self.sio.emit(name, payload, to=sid, ignore_queue=True)
+
+    def _extra(self, envelope: dict[str, Any]) -> Sequence[tuple[str, Any]]:
+        if self.extra_events is None:
+            return ()
+        try:
+            return self.extra_events(envelope)
+        except Exception:
+            # The event itself went out: a client misses these messages, not the stream.
+            logger.exception("extra messages of event %s failed", envelope.get("seq"))
+            return ()

@@ -65,7 +65,7 @@ from ..settings import (
 from ..streams.request import Cursor, parse_cursor
 from ..streams.service import StreamService
 from .connection import Connection, SubscriptionRefused
-from .feeds import RoomFeeds, room_of
+from .feeds import ExtraEvents, RoomFeeds, room_of
 from .outbox import Outboxes
 from .packets import GatewayPacket
 from .presence import Presence
@@ -103,6 +103,8 @@ class SocketServer:
     :param send_timeout: seconds a connection may take to send what it holds (a page and
         `queue_size` at most) before it is closed.
     :param max_page_bytes: how much of events' data one replay page holds, besides one event.
+    :param extra_events: the messages, (name, payload) each, an event's envelope makes besides
+        its ``event`` message (sent right after it: the legacy clients' approval messages).
     """
 
     def __init__(
@@ -121,6 +123,7 @@ class SocketServer:
         queue_size: int = DEFAULT_QUEUE_SIZE,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
+        extra_events: ExtraEvents | None = None,
     ) -> None:
         self.log = log
         self.plugins = plugins
@@ -167,6 +170,7 @@ class SocketServer:
             self.sio,
             self.outboxes,
             max_page_bytes=max_page_bytes,
+            extra_events=extra_events,
         )
         self.checks = Periodic(self._check_credentials, check_interval, "gateway-kit-sockets")
         self.sio.on("connect", self.on_connect)
