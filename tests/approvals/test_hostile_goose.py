@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_kit.approvals.goose_actions import action_requests, tool_response_ids
+from gateway_kit.approvals.goose_actions import ActionRequest, action_requests, tool_response_ids
 from gateway_kit.testing import FakeGoose, Turn
 
 from ..runs.test_routes import gateway_client, wait_status
@@ -97,3 +97,20 @@ async def test_an_odd_action_item_is_written_and_the_run_goes_on(log_url: str) -
         )
         await wait_status(client, run_id, "finished")
         assert await listed(client) == []
+
+
+@in_loop
+async def test_arguments_with_a_lone_surrogate_are_kept_and_shown(log_url: str) -> None:
+    fake = FakeGoose()
+    async with gateway_client(log_url, fake) as (client, gateway, _):
+        assert gateway.approvals is not None
+        asked = ActionRequest("tool_confirmation", "call_odd", "shell", {"path": "a\ud800b"}, None)
+        approval, _ = await gateway.approvals.request(
+            asked, stream="conv", run_id=None, session_id="s", lifetime=0
+        )
+        shown = await listed(client)
+        assert shown[0]["arguments"] == {"path": "a\ud800b"}  # escaped on the wire, kept whole
+        assert shown[0]["args_hash"] == approval.args_hash
+        answer = await decide(client, shown[0])
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["approval"]["arguments"] == {"path": "a\ud800b"}

@@ -44,9 +44,9 @@ from ..identity.owners import StreamOwners
 from ..log import EventLog
 from ..settings import DEFAULT_LEGACY_APPROVALS_PATH
 from ..types import ASGIApp, JSONObject, Receive, Scope, Send
+from .events import DECIDED, EXPIRED, REQUESTED, VOIDED
 from .model import Approval, Kind, Status
 from .service import ApprovalService
-from .store import DECIDED, EXPIRED, REQUESTED, VOIDED
 from .tables import approvals
 
 TOOL_APPROVAL_REQUIRED = "tool_approval_required"
