@@ -20,6 +20,9 @@ binds 127.0.0.1 on a free port, writes the port to PORT_FILE and serves KIND unt
   with ``observe_execution=False``.
 - ``goose-approve``: the fake goose in approve mode (`NotedGoose`), its secret key
   `gateway_kit.testing`'s default.
+- ``gateway-approvals``: `Gateway` over the SQLite file DB_FILE, its upstream the
+  ``goose-approve`` server at ``$GATEWAY_KIT_BENCH_GOOSE_URL``, noting each approval decision's
+  arrival (`NotedDecisions`).
 - ``socketio-bare``: a bare python-socketio server at ``/gateway/socket.io``, whose
   ``subscribe`` joins a room per stream and whose ``POST /bench/append`` emits the event to
   that room from memory (the same envelope shape as the gateway's).
@@ -57,7 +60,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from gateway_kit import EventLog, Gateway, hookimpl
+from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
 from gateway_kit.demo import create_app
 from gateway_kit.demo.app import TASKS_EXTENSION, current_user
 from gateway_kit.demo.tasks import TaskStore
@@ -483,6 +486,39 @@ class NotedGoose:
         await self.fake(scope, replay, send)
 
 
+GOOSE_URL_VAR = "GATEWAY_KIT_BENCH_GOOSE_URL"
+
+
+class NotedDecisions:
+    """A `Gateway` whose upstream is the goose at ``$GATEWAY_KIT_BENCH_GOOSE_URL``, noting when
+    each approval decision arrives (before its body); ``GET /bench/decisions`` lists them by
+    approval id."""
+
+    def __init__(self, db_file: str) -> None:
+        from gateway_kit.testing.fake_state import DEFAULT_SECRET_KEY
+
+        upstream = GooseUpstream(os.environ[GOOSE_URL_VAR], secret_key=DEFAULT_SECRET_KEY)
+        self.gateway = Gateway(
+            log=EventLog(f"sqlite:///{db_file}"),
+            upstream=upstream,
+            allow_anonymous=True,
+            load_entry_points=False,
+            plugins=noop_plugins(),
+        )
+        self.arrived: dict[str, float] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path == "/bench/decisions":
+            body = json.dumps(self.arrived).encode()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["type"] == "http" and path.endswith("/decision"):
+            self.arrived[path.split("/")[-2]] = time.perf_counter()
+        await self.gateway(scope, receive, send)
+
+
 def build(kind: str, db_file: str | None) -> Any:
     if kind == "goose-approve":
         return NotedGoose()
@@ -500,6 +536,8 @@ def build(kind: str, db_file: str | None) -> Any:
         return socketio_bare(db_file)
     if kind == "gateway":
         return gateway_app(db_file)
+    if kind == "gateway-approvals":
+        return NotedDecisions(db_file)
     if kind == "hello-gateway":
         return hello_gateway(db_file)
     if kind == "hello-gateway-cookie":

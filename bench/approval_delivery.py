@@ -2,12 +2,12 @@
 goose receiving ``POST /action-required/tool-confirmation``, against one ``POST`` round trip
 to the same fake goose, measured in the same run.
 
-The fake goose (`FakeGoose` in approve mode, ``_apps.py goose-approve``) runs in a process of
-its own, as goosed does, noting ``time.perf_counter()`` as each confirmation request arrives
-(on Linux CLOCK_MONOTONIC: one clock for every process of the machine). The `Gateway` (an
-`EventLog` on a SQLite file, or the PostgreSQL of ``--db``), whose `GooseUpstream` reaches that
-goose over HTTP, is served by uvicorn in a thread of this process; this process's main thread is
-the client, with one keep-alive httpx client per server.
+Three processes, as deployed: the fake goose (`FakeGoose` in approve mode, ``_apps.py
+goose-approve``), noting ``time.perf_counter()`` as each confirmation request arrives (on Linux
+CLOCK_MONOTONIC: one clock for every process of the machine); the `Gateway` (``_apps.py
+gateway-approvals``: an `EventLog` on a SQLite file, ten no-op plugins), whose `GooseUpstream`
+reaches that goose over HTTP, noting as each decision request arrives; and this process, the
+client, with one keep-alive httpx client per server.
 
 Each sample is one run: the client starts a run whose goose asks to run a tool, waits for the
 approval to be listed, then:
@@ -18,7 +18,7 @@ approval to be listed, then:
   uvloop). The same POST with httpx's sync client, which skips the async connection pool and
   is about three times as fast here, is printed too;
 - *decision*: ``POST /gateway/approvals/{id}/decision``, timed from the moment the gateway
-  receives it (a thin ASGI layer around the `Gateway` notes it) to the moment goose receives
+  process receives it (a thin ASGI layer around the `Gateway` notes it) to the moment goose receives
   the confirmation the decision makes: what the gateway adds between a person's decision and
   goose hearing of it. The decision is committed first (row, audit and event in one
   transaction), then sent. The time from the client's call is printed too: it adds the
@@ -33,7 +33,7 @@ Each round is a fresh log and servers; the first runs warm up and are not counte
 is the median over rounds of decision p99 / baseline p99.
 
     .venv/bin/python bench/approval_delivery.py               # about 1 minute on 2 cores
-    .venv/bin/python bench/approval_delivery.py --rounds 5 --samples 300 --db postgresql+psycopg://postgres@127.0.0.1/test
+    .venv/bin/python bench/approval_delivery.py --rounds 5 --samples 300
 """
 
 from __future__ import annotations
@@ -42,39 +42,24 @@ import argparse
 import asyncio
 import importlib.util
 import logging
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from _apps import durable_commit
-from _harness import Server, Workdir, machine_load, percentile, serve_in_thread
+from _apps import GOOSE_URL_VAR, durable_commit
+from _harness import Server, Workdir, machine_load, percentile
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
 from gateway_kit.gateway import ANONYMOUS_WARNING
 from gateway_kit.testing.fake_state import DEFAULT_SECRET_KEY
-from gateway_kit.types import Receive, Scope, Send
 
 GOAL = 1.5  # decision p99 at most this times the baseline's p99
 CONFIRMATIONS = "/action-required/tool-confirmation"
 WARMUP = 10
 WAIT = 20.0
 SETTLE = 0.05  # s after a decision before the run's end is polled
-
-
-class Decisions:
-    """The gateway, noting when each decision request arrives (before its body)."""
-
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.at: dict[str, float] = {}  # approval id → perf_counter at arrival
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] == "http" and path.endswith("/decision"):
-            self.at[path.split("/")[-2]] = time.perf_counter()
-        await self.gateway(scope, receive, send)
 
 
 @dataclass
@@ -135,24 +120,20 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
-def one_round(samples: int, db: str | None, work: Workdir, number: int) -> Round:
-    url = db or f"sqlite:///{work.new(f'round-{number}')}.db"
+def one_round(samples: int, work: Workdir, number: int) -> Round:
     result = Round()
     with Server(work, "goose-approve") as goose_server:
-        log = EventLog(url)
-        upstream = GooseUpstream(goose_server.url, secret_key=DEFAULT_SECRET_KEY)
-        gateway = Gateway(log=log, upstream=upstream, allow_anonymous=True, load_entry_points=False)
-        decisions = Decisions(gateway)
-        sent: dict[str, tuple[float, float]] = {}  # call id → (client's call, gateway's receipt)
+        os.environ[GOOSE_URL_VAR] = goose_server.url
+        sent: dict[str, tuple[str, float]] = {}  # call id → (approval id, the client's call)
         baselines: list[float] = []
         sync_baselines: list[float] = []
         floors: list[float] = []
-        poster = AsyncPoster(goose_server.url)
         commit = durable_commit(work.new(f"floor-{number}"))
+        poster = AsyncPoster(goose_server.url)
         try:
             with (
-                serve_in_thread(decisions, "standard") as gateway_url,
-                httpx.Client(base_url=gateway_url, timeout=WAIT) as client,
+                Server(work, "gateway-approvals", db=True) as gateway_server,
+                httpx.Client(base_url=gateway_server.url, timeout=WAIT) as client,
                 httpx.Client(
                     base_url=goose_server.url,
                     timeout=WAIT,
@@ -188,16 +169,16 @@ def one_round(samples: int, db: str | None, work: Workdir, number: int) -> Round
                     run_id = run.json()["run_id"]
                     wait_for(lambda key=run_id: ended(client, key), "the run's end")
                     if n >= WARMUP:
-                        sent[call_id] = (started, decisions.at[approval["approval_id"]])
+                        sent[call_id] = (approval["approval_id"], started)
                         baselines.append(baseline * 1000)
                         sync_baselines.append(sync_baseline * 1000)
                         floors.append(floor * 1000)
                 arrived = goose.get("/bench/arrivals").json()
+                received = client.get("/bench/decisions").json()
         finally:
             poster.close()
-            log.close()
-    for call_id, (started, received) in sent.items():
-        result.decision.append((arrived[call_id] - received) * 1000)
+    for call_id, (approval_id, started) in sent.items():
+        result.decision.append((arrived[call_id] - received[approval_id]) * 1000)
         result.client.append((arrived[call_id] - started) * 1000)
     result.baseline, result.sync, result.floor = baselines, sync_baselines, floors
     return result
@@ -207,19 +188,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--samples", type=int, default=150, help="decisions per round")
-    parser.add_argument("--db", help="a PostgreSQL URL (default: a SQLite file per round)")
     args = parser.parse_args()
     logging.getLogger("gateway_kit").addFilter(lambda r: r.getMessage() != ANONYMOUS_WARNING)
     print(f"approval delivery: {args.rounds} rounds x {args.samples} decisions; {machine_load()}")
-    print(
-        f"log: {args.db or 'a SQLite file per round'}; "
-        "goose in its own process, the gateway in a thread"
-    )
+    print("log: a SQLite file per round; goose, the gateway and this client each in a process")
     ratios, floor_ratios, floors = [], [], []
     work = Workdir()
     try:
         for number in range(args.rounds):
-            result = one_round(args.samples, args.db, work, number)
+            result = one_round(args.samples, work, number)
             ratio = result.p("decision", 99) / result.p("baseline", 99)
             ratios.append(ratio)
             floor_ratios.append(result.p("decision", 99) / result.p("floor", 99))
