@@ -34,6 +34,7 @@ def steps(venv: Path, *command: str, **env: str) -> list[str]:
         "GATEWAY_KIT_SKIP_TMUX": "1",
     }
     environ.pop("GATEWAY_KIT_QUICK", None)
+    environ.pop("GATEWAY_KIT_TEST_WORKERS", None)
     subprocess.run(command, cwd=ROOT, env={**environ, **env}, check=True, capture_output=True)
     calls = (venv.parent / "calls").read_text().splitlines()
     return [" ".join(call.split()[:2]) for call in calls]
@@ -57,7 +58,13 @@ def test_quick_runs_pytest_alone_with_the_arguments_given(
 ) -> None:
     assert steps(venv, *command, "tests/log", "-x", **env) == QUICK
     pytest_call = (venv.parent / "calls").read_text().splitlines()[-1]
-    assert pytest_call == "python -m pytest tests/log -x"
+    assert pytest_call == "python -m pytest -n 3 tests/log -x"
+
+
+def test_the_tests_run_in_as_many_workers_as_asked(venv: Path) -> None:
+    steps(venv, "scripts/test", "--quick", "tests/log", GATEWAY_KIT_TEST_WORKERS="0")
+    pytest_call = (venv.parent / "calls").read_text().splitlines()[-1]
+    assert pytest_call == "python -m pytest -n 0 tests/log"
 
 
 def test_ci_runs_everything_even_with_quick_in_the_environment(venv: Path) -> None:

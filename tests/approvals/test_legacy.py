@@ -14,6 +14,7 @@ import pytest
 
 from gateway_kit import EventLog, Gateway, GooseUpstream
 from gateway_kit.approvals import Approval, ApprovalService, Kind, Status
+from gateway_kit.approvals.events import EVENT_TYPES
 from gateway_kit.approvals.goose_actions import ActionRequest
 from gateway_kit.approvals.legacy import (
     TOOL_APPROVAL_REQUIRED,
@@ -24,7 +25,6 @@ from gateway_kit.approvals.legacy import (
     required_message,
     resolved_message,
 )
-from gateway_kit.approvals.store import EVENT_TYPES
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.principal import Principal
 from gateway_kit.identity.tokens import ApiTokens
