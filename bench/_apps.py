@@ -492,12 +492,14 @@ GOOSE_URL_VAR = "GATEWAY_KIT_BENCH_GOOSE_URL"
 class NotedDecisions:
     """A `Gateway` whose upstream is the goose at ``$GATEWAY_KIT_BENCH_GOOSE_URL``, noting when
     each approval decision arrives (before its body); ``GET /bench/decisions`` lists them by
-    approval id."""
+    approval id, and ``GET /bench/baseline`` times one confirmation POST of its upstream."""
 
     def __init__(self, db_file: str) -> None:
         from gateway_kit.testing.fake_state import DEFAULT_SECRET_KEY
 
-        upstream = GooseUpstream(os.environ[GOOSE_URL_VAR], secret_key=DEFAULT_SECRET_KEY)
+        self.upstream = upstream = GooseUpstream(
+            os.environ[GOOSE_URL_VAR], secret_key=DEFAULT_SECRET_KEY
+        )
         self.gateway = Gateway(
             log=EventLog(f"sqlite:///{db_file}"),
             upstream=upstream,
@@ -511,6 +513,14 @@ class NotedDecisions:
         path = scope.get("path", "")
         if scope["type"] == "http" and path == "/bench/decisions":
             body = json.dumps(self.arrived).encode()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["type"] == "http" and path == "/bench/baseline":
+            # One confirmation POST by the gateway's own client, in the gateway's own loop.
+            started = time.perf_counter()
+            await self.upstream.confirm_tool_action("none", "baseline", "allow_once")
+            body = json.dumps({"ms": (time.perf_counter() - started) * 1000}).encode()
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": body})
             return

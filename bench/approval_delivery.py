@@ -12,11 +12,11 @@ client, with one keep-alive httpx client per server.
 Each sample is one run: the client starts a run whose goose asks to run a tool, waits for the
 approval to be listed, then:
 
-- *baseline*: ``POST /action-required/tool-confirmation`` straight to the fake goose (an id of a
-  session goose does not know: it answers 200 and drops it), timed from just before the call to
-  the whole answer: one round trip, sent as the gateway sends it (an `httpx.AsyncClient` on
-  uvloop). The same POST with httpx's sync client, which skips the async connection pool and
-  is about three times as fast here, is printed too;
+- *baseline*: ``POST /action-required/tool-confirmation`` to the fake goose (an id of a session
+  goose does not know: it answers 200 and drops it), sent by the gateway process itself, with
+  its own `GooseUpstream` in its own event loop (``GET /bench/baseline`` asks it for one and
+  the time it took): one round trip, the way a decision's confirmation goes. The same POST from
+  this process with httpx's sync client is printed too;
 - *decision*: ``POST /gateway/approvals/{id}/decision``, timed from the moment the gateway
   process receives it (a thin ASGI layer around the `Gateway` notes it) to the moment goose receives
   the confirmation the decision makes: what the gateway adds between a person's decision and
@@ -25,8 +25,8 @@ approval to be listed, then:
   client's own hop to the gateway, a second HTTP request the baseline does not make.
 
 - *floor*: one commit of a row to raw sqlite3 (WAL, ``synchronous=FULL``: the log's
-  durability), then that same ``POST`` round trip: the least a decision that is durable before
-  goose hears of it could cost.
+  durability), then that POST with the sync client: the least a decision that is durable
+  before goose hears of it could cost.
 
 A baseline and a floor come right before every decision, so that all see the machine alike.
 Each round is a fresh log and servers; the first runs warm up and are not counted. The verdict
@@ -39,8 +39,6 @@ is the median over rounds of decision p99 / baseline p99.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import importlib.util
 import logging
 import os
 import statistics
@@ -94,32 +92,6 @@ def ended(client: httpx.Client, run_id: str) -> bool:
     return bool(client.get(f"/gateway/runs/{run_id}").json()["status"] != "active")
 
 
-class AsyncPoster:
-    """POSTs to goose with an `httpx.AsyncClient` on a loop of its own (uvloop when installed):
-    the client and loop the gateway's `GooseUpstream` sends with."""
-
-    def __init__(self, base_url: str) -> None:
-        self.loop = new_event_loop()
-        headers = {"X-Secret-Key": DEFAULT_SECRET_KEY}
-        self.client = httpx.AsyncClient(base_url=base_url, timeout=WAIT, headers=headers)
-
-    def post(self, body: dict[str, Any]) -> None:
-        answer = self.loop.run_until_complete(self.client.post(CONFIRMATIONS, json=body))
-        answer.raise_for_status()
-
-    def close(self) -> None:
-        self.loop.run_until_complete(self.client.aclose())
-        self.loop.close()
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    if importlib.util.find_spec("uvloop"):
-        import uvloop
-
-        return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
-
-
 def one_round(samples: int, work: Workdir, number: int) -> Round:
     result = Round()
     with Server(work, "goose-approve") as goose_server:
@@ -129,54 +101,48 @@ def one_round(samples: int, work: Workdir, number: int) -> Round:
         sync_baselines: list[float] = []
         floors: list[float] = []
         commit = durable_commit(work.new(f"floor-{number}"))
-        poster = AsyncPoster(goose_server.url)
-        try:
-            with (
-                Server(work, "gateway-approvals", db=True) as gateway_server,
-                httpx.Client(base_url=gateway_server.url, timeout=WAIT) as client,
-                httpx.Client(
-                    base_url=goose_server.url,
-                    timeout=WAIT,
-                    headers={"X-Secret-Key": DEFAULT_SECRET_KEY},
-                ) as goose,
-            ):
-                prefix = f"bench-{number}-{time.time_ns()}"
-                for n in range(samples + WARMUP):
-                    call_id, stream = f"call_{number}_{n}", f"{prefix}-{n}"
-                    run = client.post(f"/gateway/streams/{stream}/runs", json={"message": call_id})
-                    run.raise_for_status()
-                    approval = wait_for(lambda s=stream: pending(client, s), "the approval")[0]
-                    body = {"id": f"baseline_{n}", "action": "allow_once", "sessionId": "none"}
-                    started = time.perf_counter()
-                    poster.post(body)
-                    baseline = time.perf_counter() - started
-                    started = time.perf_counter()
-                    goose.post(CONFIRMATIONS, json=body).raise_for_status()
-                    sync_baseline = time.perf_counter() - started
-                    started = time.perf_counter()
-                    commit({"stream": stream, "type": "decided", "data": {"n": n}})
-                    poster.post(body)
-                    floor = time.perf_counter() - started
-                    started = time.perf_counter()
-                    decided = client.post(
-                        f"/gateway/approvals/{approval['approval_id']}/decision",
-                        json={"decision": "approve", "args_hash": approval["args_hash"]},
-                    )
-                    decided.raise_for_status()
-                    # Polled later: a poll at once would share the gateway's loop with the
-                    # sending it measures.
-                    time.sleep(SETTLE)
-                    run_id = run.json()["run_id"]
-                    wait_for(lambda key=run_id: ended(client, key), "the run's end")
-                    if n >= WARMUP:
-                        sent[call_id] = (approval["approval_id"], started)
-                        baselines.append(baseline * 1000)
-                        sync_baselines.append(sync_baseline * 1000)
-                        floors.append(floor * 1000)
-                arrived = goose.get("/bench/arrivals").json()
-                received = client.get("/bench/decisions").json()
-        finally:
-            poster.close()
+        with (
+            Server(work, "gateway-approvals", db=True) as gateway_server,
+            httpx.Client(base_url=gateway_server.url, timeout=WAIT) as client,
+            httpx.Client(
+                base_url=goose_server.url,
+                timeout=WAIT,
+                headers={"X-Secret-Key": DEFAULT_SECRET_KEY},
+            ) as goose,
+        ):
+            prefix = f"bench-{number}-{time.time_ns()}"
+            for n in range(samples + WARMUP):
+                call_id, stream = f"call_{number}_{n}", f"{prefix}-{n}"
+                run = client.post(f"/gateway/streams/{stream}/runs", json={"message": call_id})
+                run.raise_for_status()
+                approval = wait_for(lambda s=stream: pending(client, s), "the approval")[0]
+                body = {"id": f"baseline_{n}", "action": "allow_once", "sessionId": "none"}
+                baseline = client.get("/bench/baseline").json()["ms"] / 1000
+                started = time.perf_counter()
+                goose.post(CONFIRMATIONS, json=body).raise_for_status()
+                sync_baseline = time.perf_counter() - started
+                started = time.perf_counter()
+                commit({"stream": stream, "type": "decided", "data": {"n": n}})
+                goose.post(CONFIRMATIONS, json=body).raise_for_status()
+                floor = time.perf_counter() - started
+                started = time.perf_counter()
+                decided = client.post(
+                    f"/gateway/approvals/{approval['approval_id']}/decision",
+                    json={"decision": "approve", "args_hash": approval["args_hash"]},
+                )
+                decided.raise_for_status()
+                # Polled later: a poll at once would share the gateway's loop with the
+                # sending it measures.
+                time.sleep(SETTLE)
+                run_id = run.json()["run_id"]
+                wait_for(lambda key=run_id: ended(client, key), "the run's end")
+                if n >= WARMUP:
+                    sent[call_id] = (approval["approval_id"], started)
+                    baselines.append(baseline * 1000)
+                    sync_baselines.append(sync_baseline * 1000)
+                    floors.append(floor * 1000)
+            arrived = goose.get("/bench/arrivals").json()
+            received = client.get("/bench/decisions").json()
     for call_id, (approval_id, started) in sent.items():
         result.decision.append((arrived[call_id] - received[approval_id]) * 1000)
         result.client.append((arrived[call_id] - started) * 1000)
