@@ -13,7 +13,6 @@ shape as well as by the gateway's own route; and a legacy Socket.IO client gets
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -30,7 +29,7 @@ from gateway_kit.testing import FakeGoose, Turn, asgi_client
 
 from ..serving import serve_in_thread
 from ..upstream.harness import FAST
-from ..waiting import until
+from ..waiting import until, wait_until
 from .test_flask_legacy import CONVERSATION, log_in, poll_until_done, start_task
 
 SECRET = "the-key-every-process-of-the-app-shares"
@@ -154,25 +153,24 @@ def test_before_the_first_answer_wins_and_nobody_is_recorded() -> None:
             "/api/tasks", json={"conversation_id": CONVERSATION, "message": "/confirm shell ls"}
         ).get_json()
         task_id = started["task_id"]
-        approval_id = None
-        for _ in range(500):
+
+        def asked() -> list[dict[str, Any]]:
             events = tab.get(f"/api/tasks/{task_id}?from=0").get_json()["events"]
-            asked = [e["data"] for e in events if e["type"] == "tool_approval_required"]
-            if asked:
-                approval_id = asked[0]["approval_id"]
-                break
-            time.sleep(0.01)
-        assert approval_id is not None
+            return [e["data"] for e in events if e["type"] == "tool_approval_required"]
+
+        wait_until(asked, 5)
+        approval_id = asked()[0]["approval_id"]
         # Two tabs of the user answer: the first wins, the second is dropped.
         first = tab.post(f"/api/tool-approvals/{approval_id}", json={"approved": False})
         second = tab.post(f"/api/tool-approvals/{approval_id}", json={"approved": True})
         # Dropped either way: 409 while the request is in the dict, 404 once the task took it.
         assert first.status_code == 200 and second.status_code in (404, 409)
-        for _ in range(500):
-            answer = tab.get(f"/api/tasks/{task_id}?from=0").get_json()
-            if answer["status"] != "running":
-                break
-            time.sleep(0.01)
+
+        def polled() -> Any:
+            return tab.get(f"/api/tasks/{task_id}?from=0").get_json()
+
+        wait_until(lambda: polled()["status"] != "running", 5)
+        answer = polled()
     (resolved,) = [e["data"] for e in answer["events"] if e["type"] == "tool_approval_resolved"]
     assert (resolved["approved"], resolved["status"]) == (False, "rejected")
     assert resolved["decided_by"] is None  # who answered is recorded nowhere
