@@ -30,14 +30,13 @@ no filter, as an absent one). The route only reads.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
 
 from ..hooks import Plugins
-from ..http.errors import HTTPError, send_json_text
+from ..http.errors import HTTPError, send_json
 from ..http.request import Request, relative_path
 from ..http.routing import INVALID_STREAM, Route, Router, unfit_stream
 from ..identity.owners import StreamOwners
@@ -234,6 +233,4 @@ class LegacyPendingApprovals:
                 for approval in found
                 if approval.stream in readable
             ]
-        # ASCII-escaped: goose's arguments may hold a lone surrogate, which UTF-8 cannot carry.
-        document = json.dumps({"success": True, "approvals": items})
-        await send_json_text(request.send, 200, document)
+        await send_json(request.send, 200, {"success": True, "approvals": items})

@@ -26,8 +26,8 @@ from ..runs.model import RunStatus
 from ..runs.tables import runs
 from ..types import JSONObject
 from .events import REQUESTED, event_of
-from .model import ANSWERED, Approval, Status
-from .tables import approvals, audit
+from .model import Approval, Status
+from .tables import APPROVALS, OWED, PENDING, approvals, audit
 
 RECENT = 50  # closed approvals a stream's list shows, newest first
 # Pending approvals a stream's list shows, oldest first: goose waits for one at a time per
@@ -53,17 +53,13 @@ CLOSED_OF_STREAM = (
     .order_by(approvals.c.requested_at.desc())
     .limit(sa.bindparam("limit"))
 )
-PENDING = sa.select(approvals).where(approvals.c.status == Status.PENDING)
-OWED = sa.select(approvals).where(
-    approvals.c.status.in_([str(s) for s in ANSWERED]),
-    approvals.c.action.is_not(None),
-    approvals.c.delivered_at.is_(None),
-)
+PENDING_ROWS = sa.select(approvals).where(sa.text(PENDING))
+OWED_ROWS = sa.select(approvals).where(sa.text(OWED))
 # Pending approvals whose run is over: goose no longer waits for them.
 PENDING_OF_ENDED_RUNS = (
     sa.select(approvals)
     .join(runs, runs.c.run_id == approvals.c.run_id)
-    .where(approvals.c.status == Status.PENDING, runs.c.status != RunStatus.ACTIVE)
+    .where(sa.text(f"{APPROVALS}.{PENDING}"), runs.c.status != RunStatus.ACTIVE)
 )
 AUDIT_OF = (
     sa.select(audit).where(audit.c.approval_id == sa.bindparam("approval_id")).order_by(audit.c.id)
@@ -164,11 +160,11 @@ class ApprovalStore:
         return [(row.stream, row.approval_id) for row in self.tables.select(statement)]
 
     def pending(self) -> list[Approval]:
-        return self._approvals(PENDING)
+        return self._approvals(PENDING_ROWS)
 
     def owed(self) -> list[Approval]:
         """Approvals answered whose answer goose has not shown it got."""
-        return self._approvals(OWED)
+        return self._approvals(OWED_ROWS)
 
     def pending_of_ended_runs(self) -> list[Approval]:
         return self._approvals(PENDING_OF_ENDED_RUNS)
@@ -178,14 +174,7 @@ class ApprovalStore:
         only those of `request_ids` when given."""
         statement = sa.select(approvals).where(
             approvals.c.session_id == session_id,
-            sa.or_(
-                approvals.c.status == Status.PENDING,
-                sa.and_(
-                    approvals.c.status.in_([str(s) for s in ANSWERED]),
-                    approvals.c.action.is_not(None),
-                    approvals.c.delivered_at.is_(None),
-                ),
-            ),
+            sa.or_(approvals.c.status == Status.PENDING, sa.text(OWED)),
         )
         if request_ids:
             statement = statement.where(approvals.c.request_id.in_(list(request_ids)))

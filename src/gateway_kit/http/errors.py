@@ -28,9 +28,18 @@ NO_STORE = (b"cache-control", b"no-store")
 Headers = Iterable[tuple[bytes, bytes]]
 
 
-async def send_json_text(send: Send, status: int, text: str, headers: Headers = ()) -> None:
-    """Send an already encoded JSON document as the whole response."""
-    body = text.encode("utf-8")
+def json_body(document: object) -> bytes:
+    """`document` as UTF-8 JSON: non-ASCII as it is, unless a string holds a lone surrogate
+    (what an upstream sent, kept as sent), which only escapes can carry."""
+    try:
+        return json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(document).encode("ascii")
+
+
+async def send_json(send: Send, status: int, document: object, headers: Headers = ()) -> None:
+    """Send `document` as the whole response."""
+    body = json_body(document)
     await send(
         {
             "type": "http.response.start",
@@ -44,21 +53,6 @@ async def send_json_text(send: Send, status: int, text: str, headers: Headers = 
         }
     )
     await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-def json_text(document: object) -> str:
-    """`document` as JSON text that encodes to UTF-8: non-ASCII as it is, unless a string holds
-    a lone surrogate (what an upstream sent, kept as sent), which only escapes can carry."""
-    text = json.dumps(document, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(document)
-    return text
-
-
-async def send_json(send: Send, status: int, document: object, headers: Headers = ()) -> None:
-    await send_json_text(send, status, json_text(document), headers)
 
 
 async def send_error(

@@ -252,13 +252,6 @@ class EventLog:
             self._announce(written)
         return written
 
-    async def aappend_with(
-        self,
-        events: Iterable[Mapping[str, Any]],
-        also: Callable[[Transaction, list[Event]], None],
-    ) -> list[Event]:
-        return await asyncio.to_thread(self.append_with, list(events), also)
-
     def _commit(self, batch: list[NewEvent]) -> list[Event]:
         events = self._backend.insert(batch, time.time())
         self._announce(events)

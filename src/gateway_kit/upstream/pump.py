@@ -269,11 +269,11 @@ class SessionPump:
         if not self.lease.held:
             raise LeaseLost
         events = await self.appender.append_all(self.binding.stream, frames)
-        written = list(frames)
+        written = list(frames) if self.watcher is not None else []
         frames.clear()
         self.written += len(events)
-        if self.watcher is not None:
-            await self.watcher.written(self.binding, written, events)
+        if written:
+            await self.watcher.written(self.binding, written, events)  # type: ignore[union-attr]
         return events
 
     async def check_bound(self) -> None:
