@@ -68,7 +68,10 @@ async def test_twenty_concurrent_deciders_one_wins_nineteen_are_told_who(pg_url:
         tried = [e for e in entries if e.action in ("decided", "decision_refused")]
         assert len(tried) == DECIDERS
         assert [e.action for e in tried].count("decided") == 1
-        # every decider's reason is on record, the refused ones' with why
+        # the winner's reason is on record, and each refused decider is told who decided first
         assert {e.detail.get("reason") for e in entries if e.action == "decided"} == {won["reason"]}
+        refused = [e for e in tried if e.action == "decision_refused"]
+        assert all("anonymous" in e.detail["why"] and e.principal == "anonymous" for e in refused)
+        assert {e.detail["decision"] for e in refused} == {"approve", "reject"}
         action = "allow_once" if won["decision"] == "approve" else "deny_once"
         assert confirmations(fake) == [("call_approve_1", action)]

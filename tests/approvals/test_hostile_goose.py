@@ -91,12 +91,18 @@ async def test_an_odd_action_item_is_written_and_the_run_goes_on(log_url: str) -
         ],
         "metadata": {"userVisible": True, "agentVisible": True},
     }
-    async with gateway_client(log_url, fake) as (client, gateway, _):
+    async with gateway_client(log_url, fake) as (client, gateway, log):
         run_id, _ = await start_asking_run(
             client, fake, gateway, Turn().message(odd).text("went on")
         )
         await wait_status(client, run_id, "finished")
         assert await listed(client) == []
+        written = [
+            e.data["message"]["content"]
+            for e in log.read(run_id=run_id, settled=False)
+            if e.type == "Message"
+        ]
+        assert odd["content"] in written  # kept in the log as goose sent it
 
 
 @in_loop

@@ -152,6 +152,7 @@ def test_two_tabs_and_a_tail_follow_one_approval_from_request_to_the_end_of_the_
     second_id = second.get_attribute(".approval", "data-approval-id")
 
     first.focus(".approval")
+    wait_for_card(first, "claim", "claimed by demo (this tab)")
     wait_for_card(second, "claim", "claimed by demo")
     claimed = tail.event("approval_claimed", approval_id)
     claims = [card_text(tab, "claim") for tab in tabs]

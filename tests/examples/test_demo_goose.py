@@ -22,7 +22,7 @@ from gateway_kit.testing import DECLINED_RESPONSE
 from gateway_kit.testing.sessions import new_session_id
 from gateway_kit.types import Message
 
-from ..waiting import until
+from ..approvals.helpers import decide, pending_approval
 
 CONVERSATION = "conv-goose"
 SLOW = 60.0  # seconds between chunks: a run typing this slowly is still running when cancelled
@@ -191,31 +191,14 @@ def tool_results(events: list[Envelope]) -> list[str]:
     ]
 
 
-async def pending_approval(client: httpx.AsyncClient) -> Envelope:
-    """The conversation's pending approval, once the session pump has recorded it."""
-    found: list[Envelope] = []
-
-    async def recorded() -> bool:
-        answer = await client.get(f"/gateway/streams/{CONVERSATION}/approvals")
-        assert answer.status_code == 200, answer.text
-        found[:] = [a for a in answer.json()["approvals"] if a["status"] == "pending"]
-        return bool(found)
-
-    await until(recorded, failure=lambda: "the run never asked for an approval")
-    return found[0]
-
-
 def approve_run(sqlite_url: str, decision: str) -> tuple[Envelope, Envelope, list[Envelope]]:
     """A run of ``/approve rm -rf build``: its approval as asked, as decided with `decision`,
     and the run's events."""
 
     async def body(client: httpx.AsyncClient) -> tuple[Envelope, Envelope, list[Envelope]]:
         run_id = await start_run(client, "/approve rm -rf build")
-        asked = await pending_approval(client)
-        answer = await client.post(
-            f"/gateway/approvals/{asked['approval_id']}/decision",
-            json={"decision": decision, "args_hash": asked["args_hash"]},
-        )
+        asked = await pending_approval(client, CONVERSATION)
+        answer = await decide(client, asked, decision)
         assert answer.status_code == 200, answer.text
         return asked, answer.json()["approval"], await run_events(client, run_id)
 

@@ -229,9 +229,7 @@ def test_after_a_restart_the_approval_goose_asked_for_is_still_pending_in_the_le
 ) -> None:
     async def main() -> None:
         alice = alice_token(log_url)
-        fake = FakeGoose(
-            ping_interval=0.05, default_turn=lambda _: Turn().message(CONFIRMATION).hang()
-        )
+        fake = FakeGoose(ping_interval=0.05, default_turn=asks_for_approval)
         async with gateway_over(log_url, fake) as (client, _):
             started = await client.post(
                 f"/gateway/streams/{STREAM}/runs", json={"message": "list files"}, headers=alice
