@@ -182,11 +182,10 @@ class Load:
 
 @dataclass
 class Side:
-    """One server; how many requests of each workload it answered whole, in how many runs."""
+    """One server; how many requests of each workload it answered whole."""
 
     server: Server
     answered: Counter[str] = field(default_factory=Counter)
-    runs: Counter[str] = field(default_factory=Counter)
 
     def measure(self, workload: Workload, seconds: float) -> tuple[float, float]:
         """Requests/s and server CPU µs per request; for a stream, MB/s and CPU ms per MB."""
@@ -194,7 +193,6 @@ class Side:
         tally = Load(self.server.url + PATH, workload, seconds).result()
         used = self.server.cpu_seconds() - cpu
         self.answered[workload.name] += tally.requests
-        self.runs[workload.name] += 1
         if workload.name == "streams":
             return tally.bytes / MB / tally.seconds, used * 1e3 / (tally.bytes / MB)
         return tally.requests / tally.seconds, used * 1e6 / tally.requests

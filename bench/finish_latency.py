@@ -67,7 +67,6 @@ PUBLISH_GOAL = 2.0  # Finish's p50 with publish_guard on, at most this times wit
 PAGES = 50
 ASSETS_PER_PAGE = 10
 OWNER = "bench"
-START_TIMEOUT = 20.0
 RUN_TIMEOUT = 30.0
 FIRST_DELAY = 0.08  # s from the reply to goose's first event: the pump has connected by then
 SETTLE = 0.05  # s after a run's end before the next starts: the pump and the bill are done

@@ -255,7 +255,6 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         "UsageRoutes",
         "HeartbeatRoutes",
         "ApprovalRoutes",
-        "LegacyPendingApprovals",  # the legacy GET /api/plan-approvals/pending
         "Mount",
         "PrefixNotFound",
         "LegacyTaskPoll",

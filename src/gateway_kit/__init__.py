@@ -5,7 +5,6 @@ from .app_runs.owned import OwnedRun, owned_run
 from .app_runs.sweeper import OwnedRunSweeper
 from .app_runs.sweeping import SweepOwnedRuns
 from .approvals import Approval, ApprovalService, ApprovalSettings
-from .approvals.legacy import LegacyPendingApprovals
 from .approvals.routes import ApprovalRoutes
 from .exceptions import (
     ApprovalClosed,
@@ -95,7 +94,6 @@ __all__ = [
     "IdentityMiddleware",
     "InvalidCursor",
     "InvalidEvent",
-    "LegacyPendingApprovals",
     "LegacyTaskPoll",
     "LifecycleSettings",
     "Lifespan",

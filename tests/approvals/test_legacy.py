@@ -19,12 +19,12 @@ from gateway_kit.approvals.goose_actions import ActionRequest
 from gateway_kit.approvals.legacy import (
     TOOL_APPROVAL_REQUIRED,
     TOOL_APPROVAL_RESOLVED,
-    LegacyPendingApprovals,
     legacy_events,
     pending_item,
     required_message,
     resolved_message,
 )
+from gateway_kit.approvals.routes import ApprovalRoutes
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.principal import Principal
 from gateway_kit.identity.tokens import ApiTokens
@@ -328,7 +328,7 @@ def test_without_the_legacy_path_the_app_answers_it(log: EventLog) -> None:
 
 
 def test_the_part_alone_needs_a_principal_and_passes_every_other_request_on() -> None:
-    part = LegacyPendingApprovals(app_answer, approvals=None, plugins=None)  # type: ignore[arg-type]
+    part = ApprovalRoutes(app_answer, approvals=None, plugins=None)  # type: ignore[arg-type]
 
     async def main() -> None:
         transport = httpx.ASGITransport(app=part)

@@ -30,38 +30,24 @@ no filter, as an absent one). The route only reads.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-import sqlalchemy as sa
 
 from ..hooks import Plugins
 from ..http.errors import HTTPError, send_json
-from ..http.request import Request, relative_path
-from ..http.routing import INVALID_STREAM, Route, Router, unfit_stream
+from ..http.request import Request
+from ..http.routing import INVALID_STREAM, unfit_stream
 from ..identity.owners import StreamOwners
-from ..log import EventLog
-from ..settings import DEFAULT_LEGACY_APPROVALS_PATH
-from ..types import ASGIApp, JSONObject, Receive, Scope, Send
+from ..types import JSONObject
 from .events import DECIDED, EXPIRED, REQUESTED, VOIDED
 from .model import Approval, Kind, Status
 from .service import ApprovalService
-from .tables import approvals
 
 TOOL_APPROVAL_REQUIRED = "tool_approval_required"
 TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
 RESOLVING = (DECIDED, EXPIRED, VOIDED)
 CONVERSATION_PARAM = "conversation_id"
 OMITTED = "arguments_omitted"
-
-PENDING_TOOL_APPROVALS = (
-    sa.select(approvals)
-    .where(approvals.c.status == Status.PENDING, approvals.c.kind == Kind.TOOL_CONFIRMATION)
-    .order_by(approvals.c.requested_at, approvals.c.approval_id)
-)
-PENDING_TOOL_APPROVALS_OF_STREAM = PENDING_TOOL_APPROVALS.where(
-    approvals.c.stream == sa.bindparam("stream")
-)
 
 LegacyMessage = tuple[str, JSONObject]
 
@@ -151,22 +137,6 @@ def pending_item(approval: Approval, username: str) -> JSONObject:
 # --- the reads
 
 
-def pending_tool_approvals(log: EventLog, stream: str | None = None) -> list[Approval]:
-    """The pending tool confirmations, of `stream` or of every stream, oldest first."""
-    if stream is None:
-        rows = log.tables.select(PENDING_TOOL_APPROVALS)
-    else:
-        rows = log.tables.select(PENDING_TOOL_APPROVALS_OF_STREAM, {"stream": stream})
-    return [Approval.from_row(row) for row in rows]
-
-
-def owners_of(log: EventLog, streams: Iterable[str]) -> dict[str, str]:
-    """The recorded owner of each of `streams` that has one."""
-    owners = StreamOwners(log)
-    found = {stream: owners.owner(stream) for stream in streams}
-    return {stream: owner for stream, owner in found.items() if owner is not None}
-
-
 def conversation_of(request: Request) -> str | None:
     """The conversation the query names; None for every one; a 400 for a name no stream can
     have."""
@@ -182,55 +152,26 @@ def conversation_of(request: Request) -> str | None:
 # --- the route
 
 
-class LegacyPendingApprovals:
-    """Answers ``GET {path}`` with the legacy list of pending tool approvals; every other
-    request passes on to the app below.
-
-    :param approvals: the approvals (None: a gateway without an upstream has none, and the
-        list is empty).
-    :param plugins: whose `authorize_subscription` decides whose approvals are listed.
-    :param path: where the legacy list lives.
-    """
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        approvals: ApprovalService | None,
-        plugins: Plugins,
-        path: str = DEFAULT_LEGACY_APPROVALS_PATH,
-    ) -> None:
-        self.app = app
-        self.approvals = approvals
-        self.plugins = plugins
-        self.legacy_path = path
-        self.legacy = Router("", [Route(path, self.pending)])
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] == "http"
-            and relative_path(scope) == self.legacy_path
-            and await self.legacy.handle(scope, receive, send)
-        ):
-            return
-        await self.app(scope, receive, send)
-
-    async def pending(self, request: Request) -> None:
-        principal = request.principal
-        stream = conversation_of(request)
-        items: list[JSONObject] = []
-        if self.approvals is not None:
-            log = self.approvals.store.log
-            found = await asyncio.to_thread(pending_tool_approvals, log, stream)
-            streams = sorted({approval.stream for approval in found})
-            allowed = await asyncio.gather(
-                *(self.plugins.authorize_subscription(principal, s) for s in streams)
-            )
-            readable = {s for s, ok in zip(streams, allowed, strict=True) if ok}
-            owners = await asyncio.to_thread(owners_of, log, readable) if readable else {}
-            items = [
-                pending_item(approval, owners.get(approval.stream, principal.user_id))
-                for approval in found
-                if approval.stream in readable
-            ]
-        await send_json(request.send, 200, {"success": True, "approvals": items})
+async def legacy_pending(
+    request: Request, approvals: ApprovalService | None, plugins: Plugins
+) -> None:
+    """Answer the legacy ``GET /api/plan-approvals/pending[?conversation_id=C]``: the pending
+    tool confirmations of every stream the principal may read (or of the one named)."""
+    principal = request.principal
+    stream = conversation_of(request)
+    items: list[JSONObject] = []
+    if approvals is not None:
+        store = approvals.store
+        found = await asyncio.to_thread(store.pending_tool_confirmations, stream)
+        streams = sorted({approval.stream for approval in found})
+        allowed = await asyncio.gather(
+            *(plugins.authorize_subscription(principal, s) for s in streams)
+        )
+        readable = {s for s, ok in zip(streams, allowed, strict=True) if ok}
+        owners = await asyncio.to_thread(StreamOwners(store.log).owners, readable)
+        items = [
+            pending_item(approval, owners.get(approval.stream, principal.user_id))
+            for approval in found
+            if approval.stream in readable
+        ]
+    await send_json(request.send, 200, {"success": True, "approvals": items})

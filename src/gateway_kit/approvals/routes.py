@@ -6,6 +6,7 @@
                                                  every client of the stream
     POST {prefix}/approvals/{id}/decision      {"decision": "approve"|"reject", "args_hash",
                                                  "reason"?, "response"?} → {"approval"}
+    GET  /api/plan-approvals/pending           the legacy clients' list, in their shape
 
 An approval is used by whom `authorize_subscription` lets read its stream; for anybody else it
 does not exist (the 404 of an unknown id, the same body). The first valid decision wins; a
@@ -27,8 +28,14 @@ from ..http.body import read_json_body
 from ..http.errors import INVALID_BODY, HTTPError, send_json
 from ..http.request import Request
 from ..http.routing import Route, Router, RoutesMiddleware, path_stream
-from ..settings import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_PREFIX
+from ..settings import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_LEGACY_APPROVALS_PATH,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_PREFIX,
+)
 from ..types import ASGIApp
+from .legacy import legacy_pending
 from .model import DECISIONS, Approval
 from .service import ApprovalService
 
@@ -80,6 +87,8 @@ class ApprovalRoutes(RoutesMiddleware):
     """:param approvals: the approvals (None: a gateway without an upstream has none, and
         every route answers as for an unknown approval, or an empty list).
     :param plugins: whose `authorize_subscription` decides who sees which stream's approvals.
+    :param legacy_path: where the legacy clients' list of pending approvals lives
+        (`gateway_kit.approvals.legacy`); None leaves that path to the app.
     """
 
     def __init__(
@@ -91,17 +100,25 @@ class ApprovalRoutes(RoutesMiddleware):
         prefix: str = DEFAULT_PREFIX,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        legacy_path: str | None = DEFAULT_LEGACY_APPROVALS_PATH,
     ) -> None:
         routes = [
             Route("/streams/{stream}/approvals", self.list_approvals),
             Route("/approvals/{approval_id}/claim", self.claim, methods=("POST",)),
             Route("/approvals/{approval_id}/decision", self.decide, methods=("POST",)),
         ]
-        super().__init__(app, Router(prefix.rstrip("/"), routes))
+        super().__init__(
+            app,
+            Router(prefix.rstrip("/"), routes),
+            legacy=(legacy_path, self.legacy_pending) if legacy_path else None,
+        )
         self.approvals = approvals
         self.plugins = plugins
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
+
+    async def legacy_pending(self, request: Request) -> None:
+        await legacy_pending(request, self.approvals, self.plugins)
 
     async def list_approvals(self, request: Request) -> None:
         stream = path_stream(request)

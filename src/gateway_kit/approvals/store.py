@@ -26,7 +26,7 @@ from ..runs.model import RunStatus
 from ..runs.tables import runs
 from ..types import JSONObject
 from .events import REQUESTED, event_of
-from .model import Approval, Status
+from .model import Approval, Kind, Status
 from .tables import APPROVALS, OWED, PENDING, approvals, audit
 
 RECENT = 50  # closed approvals a stream's list shows, newest first
@@ -158,6 +158,19 @@ class ApprovalStore:
             approvals.c.stream.in_(list(streams)), approvals.c.status == Status.PENDING
         )
         return [(row.stream, row.approval_id) for row in self.tables.select(statement)]
+
+    def pending_tool_confirmations(self, stream: str | None = None) -> list[Approval]:
+        """The pending tool confirmations of `stream`, or of every stream: the oldest
+        `MOST_PENDING` of them."""
+        statement = (
+            sa.select(approvals)
+            .where(sa.text(PENDING), approvals.c.kind == Kind.TOOL_CONFIRMATION)
+            .order_by(approvals.c.requested_at, approvals.c.approval_id)
+            .limit(MOST_PENDING)
+        )
+        if stream is not None:
+            statement = statement.where(approvals.c.stream == stream)
+        return self._approvals(statement)
 
     def pending(self) -> list[Approval]:
         return self._approvals(PENDING_ROWS)

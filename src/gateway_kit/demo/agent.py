@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..approvals.legacy import TOOL_APPROVAL_REQUIRED, TOOL_APPROVAL_RESOLVED
 from ..exceptions import LogClosed
 from ..log.event import ERROR, FINISH
 from .approvals import APPROVED, ToolApprovalManager
@@ -58,8 +59,6 @@ PRETENDED = "Done again: the page is published at {pages}."  # and still not wri
 COULD_NOT = "I cannot write anything: the pages stay as they are."
 CONFIRM_COMMAND = "/confirm"  # asks the user's approval of a tool, then runs it or not
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-TOOL_APPROVAL_REQUIRED = "tool_approval_required"
-TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
 RAN = "I ran {tool}: done."
 NOT_RUN = "I did not run {tool}: {why}."
 
@@ -106,7 +105,8 @@ def confirmed_tool(message: str) -> tuple[str, dict[str, Any]] | None:
 
 def confirm_turn(
     write: EventWriter,
-    message: str,
+    tool: str,
+    arguments: dict[str, Any],
     *,
     approvals: ToolApprovalManager,
     user: str,
@@ -117,11 +117,6 @@ def confirm_turn(
     """The legacy way to run a tool the user must approve: ask (``tool_approval_required``),
     wait in this thread for `user`'s answer, say what came of it (``tool_approval_resolved``),
     then run the tool or say why not; never raises."""
-    asked = confirmed_tool(message)
-    if asked is None:
-        run_turn(write, message, chunk_delay=chunk_delay)
-        return
-    tool, arguments = asked
 
     def ask_then_act() -> list[str]:
         approval_id = approvals.create_request(user, conversation_id, tool, arguments)
@@ -151,11 +146,14 @@ def task_turn(
 ) -> TaskTurn:
     """The turn of `user`'s task that begins with `message`, in an app of `config`."""
     chunk_delay = config["TURN_CHUNK_DELAY"]
-    if confirmed_tool(message) is None:
+    asked = confirmed_tool(message)
+    if asked is None:
         return functools.partial(run_turn, message=message, chunk_delay=chunk_delay)
+    tool, arguments = asked
     return functools.partial(
         confirm_turn,
-        message=message,
+        tool=tool,
+        arguments=arguments,
         approvals=approvals,
         user=user,
         conversation_id=conversation_id,

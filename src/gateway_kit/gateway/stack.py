@@ -7,7 +7,6 @@ stops every piece of background work; the parts below only serve requests.
 
 from __future__ import annotations
 
-from ..approvals.legacy import LegacyPendingApprovals
 from ..approvals.routes import ApprovalRoutes
 from ..execution.routes import HeartbeatRoutes
 from ..http.fallback import PrefixNotFound
@@ -76,17 +75,9 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
             prefix=prefix,
             max_body_bytes=settings.max_body_bytes,
             body_timeout=settings.body_timeout,
+            legacy_path=settings.legacy_approvals_path,
         ),
     ]
-    if settings.legacy_approvals_path is not None:
-        parts.append(
-            Middleware(
-                LegacyPendingApprovals,
-                approvals=approvals,
-                plugins=plugins,
-                path=settings.legacy_approvals_path,
-            )
-        )
     if services.sockets is not None:
         parts.append(
             Middleware(PresenceRoutes, sockets=services.sockets, plugins=plugins, prefix=prefix)

@@ -16,6 +16,7 @@ import contextvars
 import logging
 import threading
 import time
+from collections.abc import Collection
 
 import sqlalchemy as sa
 
@@ -70,6 +71,15 @@ class StreamOwners:
     def owner(self, stream: str) -> str | None:
         rows = self.log.tables.select(FIND, {"stream": stream})
         return str(rows[0].user_id) if rows else None
+
+    def owners(self, streams: Collection[str]) -> dict[str, str]:
+        """The recorded owner of each of `streams` that has one, in one query."""
+        if not streams:
+            return {}
+        statement = sa.select(stream_owners.c.stream, stream_owners.c.user_id).where(
+            stream_owners.c.stream.in_(list(streams))
+        )
+        return {row.stream: str(row.user_id) for row in self.log.tables.select(statement)}
 
     def written(self, stream: str) -> bool:
         """Whether the log holds an event of `stream`."""
