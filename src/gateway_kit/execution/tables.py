@@ -1,4 +1,4 @@
-"""Table objects of the execution state (made by migration 0012)."""
+"""Table objects of the execution state (made by migrations 0012 and 0014)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ REQUESTS = "gateway_kit_execution_requests"
 PROCESSES = "gateway_kit_execution_processes"
 BINDINGS = "gateway_kit_execution_bindings"
 DECISIONS = "gateway_kit_heartbeat_decisions"
+CLAIMS = "gateway_kit_tmux_claims"
 
 metadata = sa.MetaData()
 
@@ -58,4 +59,17 @@ decisions = sa.Table(
     sa.Column("decided_by", sa.Text, nullable=False),
     sa.Column("detail", sa.Text, nullable=False),
     sa.Column("evidence", sa.Text, nullable=False),
+    # A decision equal to the one before it updates that row: `since` is when it was first
+    # made, `decided_at` the latest time, `repeats` how many times in all.
+    sa.Column("since", sa.Float),
+    sa.Column("repeats", sa.Integer, nullable=False, server_default="1"),
+)
+
+# The user who holds each tmux session: only their traffic and runs speak for it.
+claims = sa.Table(
+    CLAIMS,
+    metadata,
+    sa.Column("tmux_session", sa.Text, primary_key=True),
+    sa.Column("user_id", sa.Text, nullable=False),
+    sa.Column("claimed_at", sa.Float, nullable=False),
 )

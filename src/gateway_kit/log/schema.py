@@ -9,7 +9,7 @@ META = "gateway_kit_meta"
 STREAM_HEADS = "gateway_kit_stream_heads"
 VERSION_TABLE = "gateway_kit_alembic_version"
 # The newest migration: a log whose version table says otherwise is upgraded on open.
-HEAD_REVISION = "0013"
+HEAD_REVISION = "0014"
 
 COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 
