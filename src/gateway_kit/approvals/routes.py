@@ -8,8 +8,10 @@
                                                  "reason"?, "response"?} → {"approval"}
     GET  /api/plan-approvals/pending           the legacy clients' list, in their shape
 
-An approval is used by whom `authorize_subscription` lets read its stream; for anybody else it
-does not exist (the 404 of an unknown id, the same body). The first valid decision wins; a
+Every route needs a principal, a 401 before anything is looked up: without credentials a real
+approval is answered as an unknown one. An approval is used by whom `authorize_subscription`
+lets read its stream; for anybody else it does not exist (the 404 of an unknown id, the same
+body). The first valid decision wins; a
 later one is a 409 ``approval_closed`` whose body names who decided what and when (its
 ``approval``); a decision naming other arguments than the approval's (``args_hash``) is a 409
 ``arguments_changed``; a claim or decision after the expiry is a 410 ``approval_expired``.
@@ -121,14 +123,17 @@ class ApprovalRoutes(RoutesMiddleware):
         await legacy_pending(request, self.approvals, self.plugins)
 
     async def list_approvals(self, request: Request) -> None:
+        principal = request.principal  # a 401 before anything else
         stream = path_stream(request)
-        await self.plugins.require_read(request.principal, stream)
+        await self.plugins.require_read(principal, stream)
         found = [] if self.approvals is None else await self.approvals.of_stream(stream)
         await send_json(request.send, 200, {"approvals": [a.as_json() for a in found]})
 
     async def _approval(self, request: Request) -> tuple[ApprovalService, str]:
         """The approval service and the id of an approval the principal may use; a 404 for
-        any other id, before the body is read."""
+        any other id, before the body is read. Without a principal, a 401 before the id is
+        looked at: a real id and an unknown one are answered alike."""
+        principal = request.principal
         approval_id = request.path_params["approval_id"]
         not_found = HTTPError(
             404, APPROVAL_NOT_FOUND, NO_SUCH_APPROVAL.format(approval_id=approval_id[:100])
@@ -139,7 +144,7 @@ class ApprovalRoutes(RoutesMiddleware):
             approval = await self.approvals.get(approval_id)
         except ApprovalNotFound:
             raise not_found from None
-        if not await self.plugins.authorize_subscription(request.principal, approval.stream):
+        if not await self.plugins.authorize_subscription(principal, approval.stream):
             raise not_found
         return self.approvals, approval_id
 

@@ -3,7 +3,9 @@
     GET {prefix}/streams/{stream}/events   SSE of a stream (a JSON page with Accept: JSON)
     GET {prefix}/runs/{run_id}/events      SSE of one run; ends after its Finish or Error
 
-Before anything is read, the request is checked: a stream name the log cannot hold is a 400
+Before anything is read, the request is checked: a run's events need a principal (401) before
+the run is looked up, so that nobody without credentials tells a real run from one that does not
+exist; a stream name the log cannot hold is a 400
 ``invalid_stream``, a run the log holds no event of is a 404 ``run_not_found`` (every run the
 gateway starts has its first event before its id is handed out), a bad cursor or limit a 400,
 and `authorize_subscription` decides whether the principal may read the stream (403
@@ -73,6 +75,7 @@ class StreamRoutes(RoutesMiddleware):
         await self.service.serve(request, cursor, stream=stream)
 
     async def run_events(self, request: Request) -> None:
+        principal = request.principal  # a 401 before any look: a run's id is told nobody
         run_id = request.path_params["run_id"]
         cursor = request_cursor(request.scope, request.query, epoch=self.service.log.epoch)
         entry = None
@@ -83,9 +86,7 @@ class StreamRoutes(RoutesMiddleware):
         else:
             entry = await self.service.run_entry(run_id)
         # A run of a stream the principal may not read is answered as one the log lacks.
-        if entry is None or not await self.plugins.authorize_subscription(
-            request.principal, entry.stream
-        ):
+        if entry is None or not await self.plugins.authorize_subscription(principal, entry.stream):
             raise HTTPError(404, RUN_NOT_FOUND, NO_SUCH_RUN.format(run_id=run_id))
         await self.service.serve(request, cursor, run=entry, run_id=run_id)
 
