@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
 from gateway_kit.approvals import Approval, ApprovalService, Kind, Status
 from gateway_kit.approvals.events import EVENT_TYPES
 from gateway_kit.approvals.goose_actions import ActionRequest
@@ -25,6 +25,7 @@ from gateway_kit.approvals.legacy import (
     resolved_message,
 )
 from gateway_kit.approvals.routes import ApprovalRoutes
+from gateway_kit.approvals.store import MOST_PENDING
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.principal import Principal
 from gateway_kit.identity.tokens import ApiTokens
@@ -260,6 +261,71 @@ def test_anonymous_where_allowed_reads_every_stream_and_is_the_username_of_unown
             ("owned", "alice"),
             ("unowned", "anonymous"),
         ]
+
+    run(main)
+
+
+async def ask_many(service: ApprovalService | None, streams: list[str], count: int) -> list[str]:
+    """`count` pending tool approvals, asked one after the other, spread over `streams`."""
+    return [
+        await ask(
+            service, streams[i % len(streams)], dataclasses.replace(SHELL, request_id=f"call_{i}")
+        )
+        for i in range(count)
+    ]
+
+
+def test_others_pending_approvals_never_push_a_users_own_out_of_the_list(log: EventLog) -> None:
+    owners = StreamOwners(log)
+    bobs = [f"bob-{i}" for i in range(3)]
+    for stream in bobs:
+        owners.declare(stream, "bob")
+    owners.declare("alice-1", "alice")
+    alice, bob = bearer(log, "alice"), bearer(log, "bob")
+    more_than_a_list = MOST_PENDING + 10
+
+    async def main() -> None:
+        async with gateway(log) as (client, served):
+            his = await ask_many(served.approvals, bobs, more_than_a_list)  # older than hers
+            hers = await ask(served.approvals, "alice-1")
+            mine = (await client.get(PATH, headers=alice)).json()["approvals"]
+            theirs = (await client.get(PATH, headers=bob)).json()["approvals"]
+        assert [a["id"] for a in mine] == [hers]
+        assert [a["id"] for a in theirs] == his[:MOST_PENDING]  # his oldest, as many as fit
+
+    run(main)
+
+
+class SharesBobsStreams:
+    """A deployment's rule: carol may read bob's streams too."""
+
+    @hookimpl
+    def authorize_subscription(self, principal: Principal, stream: str) -> bool | None:
+        if principal.user_id == "carol" and stream.startswith("bob-"):
+            return True
+        return None
+
+
+def test_streams_a_plugin_shares_are_listed_without_pushing_the_readers_own_out(
+    log: EventLog,
+) -> None:
+    owners = StreamOwners(log)
+    bobs = [f"bob-{i}" for i in range(3)]
+    for stream in bobs:
+        owners.declare(stream, "bob")
+    owners.declare("carol-1", "carol")
+    owners.declare("dave-1", "dave")
+    carol = bearer(log, "carol")
+
+    async def main() -> None:
+        async with gateway(log, plugins=(SharesBobsStreams(),)) as (client, served):
+            his = await ask_many(served.approvals, bobs, MOST_PENDING + 10)
+            await ask(served.approvals, "dave-1")  # nobody shares dave's
+            hers = await ask(served.approvals, "carol-1")
+            listed = (await client.get(PATH, headers=carol)).json()["approvals"]
+        # Her own, and bob's oldest as many as still fit, oldest first: never dave's.
+        assert [a["id"] for a in listed] == [*his[: MOST_PENDING - 1], hers]
+        assert {a["username"] for a in listed} == {"bob", "carol"}
 
     run(main)
 

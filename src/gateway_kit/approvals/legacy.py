@@ -21,16 +21,19 @@ legacy shape: a question goose asks the user (an elicitation) is served by the g
 routes alone.
 
 The pending list holds what the principal may read (`authorize_subscription`, stream by
-stream), as the gateway's own ``GET {prefix}/streams/{s}/approvals`` does: the ``anonymous``
-principal, which only a gateway that allows anonymous requests has, reads what that rule lets
-it. No principal is a 401; a ``conversation_id`` no stream can have is a 400 (an empty one is
-no filter, as an absent one). The route only reads.
+stream), as the gateway's own ``GET {prefix}/streams/{s}/approvals`` does, oldest first and
+`MOST_PENDING` at most. The principal's own streams are found in the query, before the limit,
+so that nobody else's approvals, however many, push them out; then the streams of others that
+hold pending approvals (the `MOST_PENDING` whose oldest is oldest), each asked of the plugins,
+fill what room is left. The ``anonymous`` principal, which only a gateway that allows anonymous
+requests has, reads what that rule lets it. No principal is a 401; a ``conversation_id`` no
+stream can have is a 400 (an empty one is no filter, as an absent one). The route only reads.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..hooks import Plugins
@@ -38,10 +41,12 @@ from ..http.errors import HTTPError, send_json
 from ..http.request import Request
 from ..http.routing import INVALID_STREAM, unfit_stream
 from ..identity.owners import StreamOwners
+from ..identity.principal import Principal
 from ..types import JSONObject
 from .events import DECIDED, EXPIRED, REQUESTED, VOIDED
 from .model import Approval, Kind, Status
 from .service import ApprovalService
+from .store import MOST_PENDING, ApprovalStore
 
 TOOL_APPROVAL_REQUIRED = "tool_approval_required"
 TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
@@ -162,16 +167,41 @@ async def legacy_pending(
     items: list[JSONObject] = []
     if approvals is not None:
         store = approvals.store
-        found = await asyncio.to_thread(store.pending_tool_confirmations, stream)
-        streams = sorted({approval.stream for approval in found})
-        allowed = await asyncio.gather(
-            *(plugins.authorize_subscription(principal, s) for s in streams)
-        )
-        readable = {s for s, ok in zip(streams, allowed, strict=True) if ok}
+        found = await readable_pending(store, principal, plugins, stream)
+        readable = {approval.stream for approval in found}
         owners = await asyncio.to_thread(StreamOwners(store.log).owners, readable)
         items = [
             pending_item(approval, owners.get(approval.stream, principal.user_id))
             for approval in found
-            if approval.stream in readable
         ]
     await send_json(request.send, 200, {"success": True, "approvals": items})
+
+
+async def readable_pending(
+    store: ApprovalStore, principal: Principal, plugins: Plugins, stream: str | None
+) -> list[Approval]:
+    """The pending tool confirmations `principal` may read, of `stream` or of every stream,
+    oldest first, `MOST_PENDING` at most: those of its own streams first, then those of other
+    streams a plugin lets it read, as many as still fit."""
+
+    async def allowed(streams: Sequence[str]) -> set[str]:
+        answers = await asyncio.gather(
+            *(plugins.authorize_subscription(principal, s) for s in streams)
+        )
+        return {s for s, ok in zip(streams, answers, strict=True) if ok}
+
+    if stream is not None:
+        if not await allowed([stream]):
+            return []
+        return await asyncio.to_thread(store.pending_tool_confirmations, [stream])
+    own = await asyncio.to_thread(store.pending_tool_confirmations_owned_by, principal.user_id)
+    others = await asyncio.to_thread(
+        store.streams_with_pending_tool_confirmations, principal.user_id
+    )
+    readable = await allowed(sorted({approval.stream for approval in own} | set(others)))
+    mine = [approval for approval in own if approval.stream in readable]
+    shared = [s for s in others if s in readable]
+    theirs = await asyncio.to_thread(
+        store.pending_tool_confirmations, shared, MOST_PENDING - len(mine)
+    )
+    return sorted(mine + theirs, key=lambda a: (a.requested_at, a.approval_id))

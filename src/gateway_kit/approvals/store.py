@@ -20,6 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..identity.tables import stream_owners
 from ..log import EventLog
 from ..log.transaction import Transaction
 from ..runs.model import RunStatus
@@ -54,6 +55,11 @@ CLOSED_OF_STREAM = (
     .limit(sa.bindparam("limit"))
 )
 PENDING_ROWS = sa.select(approvals).where(sa.text(PENDING))
+PENDING_TOOL_CONFIRMATIONS = (
+    sa.select(approvals)
+    .where(sa.text(f"{APPROVALS}.{PENDING}"), approvals.c.kind == Kind.TOOL_CONFIRMATION)
+    .order_by(approvals.c.requested_at, approvals.c.approval_id)
+)
 OWED_ROWS = sa.select(approvals).where(sa.text(OWED))
 # Pending approvals whose run is over: goose no longer waits for them.
 PENDING_OF_ENDED_RUNS = (
@@ -159,18 +165,50 @@ class ApprovalStore:
         )
         return [(row.stream, row.approval_id) for row in self.tables.select(statement)]
 
-    def pending_tool_confirmations(self, stream: str | None = None) -> list[Approval]:
-        """The pending tool confirmations of `stream`, or of every stream: the oldest
-        `MOST_PENDING` of them."""
+    def pending_tool_confirmations(
+        self, streams: Sequence[str], limit: int = MOST_PENDING
+    ) -> list[Approval]:
+        """The pending tool confirmations of `streams`, oldest first: `limit` at most."""
+        if not streams or limit <= 0:
+            return []
+        statement = PENDING_TOOL_CONFIRMATIONS.where(approvals.c.stream.in_(list(streams)))
+        return self._approvals(statement.limit(limit))
+
+    def pending_tool_confirmations_owned_by(
+        self, user_id: str, limit: int = MOST_PENDING
+    ) -> list[Approval]:
+        """The pending tool confirmations of the streams `user_id` owns, oldest first: `limit`
+        at most, however many other users have."""
         statement = (
-            sa.select(approvals)
-            .where(sa.text(PENDING), approvals.c.kind == Kind.TOOL_CONFIRMATION)
-            .order_by(approvals.c.requested_at, approvals.c.approval_id)
-            .limit(MOST_PENDING)
+            PENDING_TOOL_CONFIRMATIONS.join(
+                stream_owners, stream_owners.c.stream == approvals.c.stream
+            )
+            .where(stream_owners.c.user_id == user_id)
+            .limit(limit)
         )
-        if stream is not None:
-            statement = statement.where(approvals.c.stream == stream)
         return self._approvals(statement)
+
+    def streams_with_pending_tool_confirmations(
+        self, not_owned_by: str, limit: int = MOST_PENDING
+    ) -> list[str]:
+        """The streams not owned by `not_owned_by` (unowned ones too) that hold a pending tool
+        confirmation, the one whose oldest is oldest first: `limit` at most."""
+        oldest = sa.func.min(approvals.c.requested_at)
+        statement = (
+            sa.select(approvals.c.stream)
+            .select_from(
+                approvals.outerjoin(stream_owners, stream_owners.c.stream == approvals.c.stream)
+            )
+            .where(
+                sa.text(f"{APPROVALS}.{PENDING}"),
+                approvals.c.kind == Kind.TOOL_CONFIRMATION,
+                sa.or_(stream_owners.c.user_id.is_(None), stream_owners.c.user_id != not_owned_by),
+            )
+            .group_by(approvals.c.stream)
+            .order_by(oldest, approvals.c.stream)
+            .limit(limit)
+        )
+        return [row.stream for row in self.tables.select(statement)]
 
     def pending(self) -> list[Approval]:
         return self._approvals(PENDING_ROWS)
