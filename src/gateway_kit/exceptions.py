@@ -11,6 +11,8 @@ The tree::
     │   ├── InvalidCursor         a cursor that is negative or not an integer
     │   ├── LogClosed             the log was closed
     │   └── DatabaseUnavailable   the database cannot be reached now (HTTP 503, try again)
+    │       └── PluginUnavailable a plugin whose word is needed cannot be asked now: no thread
+    │                             was free in time, or it has too many calls hung (HTTP 503)
     ├── InvalidCredential         a user id, scope or token text that cannot be stored
     ├── RunError
     │   ├── RunConflict           the stream already has an active run (HTTP 409)
@@ -75,6 +77,12 @@ class LogClosed(EventLogError):
 
 class DatabaseUnavailable(EventLogError):
     """The database cannot be reached now; the same call may succeed once it is back."""
+
+
+class PluginUnavailable(DatabaseUnavailable):
+    """An access plugin cannot be asked now (no thread free in time, or it has too many calls
+    hung). Answered wherever a database outage is, and alike: no verdict on the request, a 503
+    to try again, never a refusal."""
 
 
 class RunError(GatewayKitError):

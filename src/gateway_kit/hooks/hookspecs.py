@@ -20,8 +20,10 @@ from ..execution.names import is_tmux_session_id
 from ..identity.principal import Principal
 from .markers import hookspec
 from .policy import (
+    AUTHORIZATION_POOL,
     BILLING_POOL,
     HEARTBEAT_POOL,
+    IDENTITY_POOL,
     LIFECYCLE_POOL,
     RAISE,
     REFUSED,
@@ -189,6 +191,7 @@ def heartbeat_fallback(tmux_session_id: str) -> str | None:
     on_failure=REFUSED,
     timed=True,
     unavailable_raises=True,
+    pool=IDENTITY_POOL,
 )
 def resolve_principal(scope: Scope) -> Principal | None:
     """Say who a request is from.
@@ -197,7 +200,9 @@ def resolve_principal(scope: Scope) -> Principal | None:
     app, in a worker thread: a slow resolver delays only its own request, yet that request waits
     for it, so answer from the request and from memory when you can. Stops at the first
     non-None result. Raising, answering something that is not a `Principal`, or taking longer
-    than the gateway's ``plugin_timeout`` refuses the request (401).
+    than the gateway's ``plugin_timeout`` refuses the request (401). A resolver the gateway
+    cannot ask (no identity thread free within the timeout, or ``plugin_hung_limit`` calls of
+    it hung) is no verdict: the request is answered 503 with ``Retry-After``.
 
     :param scope: the request's ASGI scope (headers, client address, ...).
     :returns: a `Principal`, or ``None`` to let the next resolver try.
@@ -230,6 +235,7 @@ def cookie_logins() -> tuple[Any, Any] | None:
     on_failure=False,
     timed=True,
     unavailable_raises=True,
+    pool=AUTHORIZATION_POOL,
 )
 def authorize_subscription(principal: Principal, stream: str) -> bool | None:
     """Decide whether a principal may read a stream.
@@ -238,7 +244,8 @@ def authorize_subscription(principal: Principal, stream: str) -> bool | None:
     the legacy task poll; once per request, never per event. It runs in a worker thread, so it
     may block briefly (a database lookup). Stops at the first non-None result. Raising,
     answering something that is not a bool, or taking longer than the gateway's
-    ``plugin_timeout`` refuses the read (403).
+    ``plugin_timeout`` refuses the read (403); a plugin the gateway cannot ask (as for
+    `resolve_principal`) is a 503 with ``Retry-After``.
 
     :param principal: who asks.
     :param stream: the stream (conversation) to read.

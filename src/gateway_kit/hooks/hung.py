@@ -4,8 +4,10 @@ A call past its timeout goes on in its thread (Python cannot stop a thread), and
 replaced (`gateway_kit.hooks.threads`): what bounds the threads a plugin that never returns can
 take is this count. Once a plugin has `limit` calls hung, its implementations answer their
 hook's failure value (declared with its spec) at once, logged with its name, while the other
-plugins go on being asked. A call past its timeout asks no further plugin: nobody waits for
-its answer.
+plugins go on being asked; except for the hooks a request waits on (those that
+`unavailable_raises`: `resolve_principal`, `authorize_subscription`), where a plugin that
+cannot be asked is no verdict: `PluginUnavailable`, a 503 to try again, never a refusal. A call
+past its timeout asks no further plugin: nobody waits for its answer.
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..exceptions import PluginUnavailable
 from .policy import CURRENT_CALL, RETRY, CallProgress, HookPolicy, logger
 
 DEFAULT_LIMIT = 32
 TOO_MANY_HUNG = (
     "plugin %r has %d calls hung (the limit); %s counted as %r without asking it until one ends"
 )
+UNASKED = (
+    "plugin %r has %d calls hung (the limit); %s answered 503 without asking it until one ends"
+)
+NOT_ASKED = "plugin {plugin!r} has {count} calls hung; it is not asked until one of them ends"
 
 
 class HungCalls:
@@ -41,7 +48,7 @@ class HungCalls:
         with self._lock:
             progress.overdue = True
             if progress.running and progress.plugin is not None:
-                progress.charged = progress.plugin
+                progress.charged = progress.stuck_in = progress.plugin
                 self._counts[progress.plugin] = self._counts.get(progress.plugin, 0) + 1
 
     def enter(self, progress: CallProgress, plugin: str) -> bool:
@@ -71,7 +78,8 @@ def counted(
 ) -> Callable[..., Any]:
     """`function` (a `guarded` implementation of `hook` by `plugin`) not called while `plugin`
     has too many calls hung, nor once the call it is part of is past its timeout; then it
-    answers `policy`'s failure value."""
+    answers `policy`'s failure value, or raises `PluginUnavailable` for a hook that
+    `unavailable_raises`."""
 
     def call(*args: Any) -> Any:
         progress = CURRENT_CALL.get()
@@ -92,6 +100,9 @@ def counted(
 
 def _failed(policy: HookPolicy, plugin: str, hook: str, hung: HungCalls, progress: Any) -> Any:
     on_failure = policy.on_failure
+    if policy.unavailable_raises:
+        logger.error(UNASKED, plugin, hung.count(plugin), hook)
+        raise PluginUnavailable(NOT_ASKED.format(plugin=plugin, count=hung.count(plugin)))
     if on_failure is RETRY:
         logger.error(TOO_MANY_HUNG, plugin, hung.count(plugin), hook, "a call made again later")
         if progress is not None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from ..exceptions import PluginError
+from ..exceptions import PluginError, PluginUnavailable
 from ..http.errors import FORBIDDEN, HTTPError
 from ..identity.principal import Principal
 from ..settings import DEFAULT_PLUGIN_HUNG_LIMIT, DEFAULT_PLUGIN_TIMEOUT
@@ -26,8 +26,10 @@ from .context import PluginContext
 from .hung import HungCalls
 from .loading import BUILT_IN, PASSED_IN, PluginSource, entry_points, load
 from .policy import (
+    AUTHORIZATION_POOL,
     BILLING_POOL,
     CURRENT_CALL,
+    IDENTITY_POOL,
     LIFECYCLE_POOL,
     REFUSED,
     CallProgress,
@@ -37,7 +39,7 @@ from .policy import (
 )
 from .registry import Registry, hook_policy
 from .results import GuardVeto, RecoveryPlan
-from .threads import HookThreads
+from .threads import HookThreads, NotStarted
 
 if TYPE_CHECKING:
     from ..log.event import Event
@@ -45,10 +47,17 @@ if TYPE_CHECKING:
 # Threads for hooks that may block, counting only calls within their time (a hung call's
 # thread is replaced): a plugin stuck in one never holds up the log's readers.
 HOOK_THREADS = 8
+# Threads for `resolve_principal` alone (every request waits on it), and for
+# `authorize_subscription` alone: a hung authorization never keeps a request from its principal.
+IDENTITY_THREADS = 8
+AUTHORIZATION_THREADS = 8
 # Threads for the hooks of runs' lives (guards, recoveries): enough for many runs at once.
 LIFECYCLE_THREADS = 32
 # Threads for `bill_run` alone: bills are delivered whatever the guards do.
 BILLING_THREADS = 4
+# The pools whose calls are timed from when a thread starts them, not from when they are
+# queued: no client waits on them, and a guard or a bill asked late beats one never asked.
+UNHURRIED_POOLS = frozenset({LIFECYCLE_POOL, BILLING_POOL})
 
 UNKNOWN_HOOK = "plugin {name!r} implements a hook gateway_kit does not have: {error}"
 UNKNOWN_CONFIG = "plugin_config names {names}, which {verb} no loaded plugin; loaded: {loaded}"
@@ -56,6 +65,9 @@ BAD_CONFIG = "plugin_config[{name!r}] must be a mapping of settings, got {value!
 UNANSWERED = "plugin %r did not answer authorize_subscription within %g s; the read is refused"
 UNRESOLVED = "plugin %r did not answer resolve_principal within %g s; the request is refused"
 SLOW_HOOK = "plugin %r did not answer %s within %g s; going on without its answer"
+NO_THREAD = "no thread was free to ask %s within %g s; going on without an answer"
+UNASKED = "{hook} could not be asked of the plugins within {timeout:g} s (no thread was free in "
+UNASKED += "time); answered 503, try again shortly"
 NOBODY_DECIDED = "no plugin decided whether %r may read stream %r; refused"
 NOT_YOURS = "you may not read stream {stream!r}"
 
@@ -78,7 +90,8 @@ class Plugins:
     :param load_entry_points: also load other installed distributions' plugins.
     :param block: names of plugins not to register (built-ins included).
     :param timeout: seconds an access decision (`resolve_principal`, `authorize_subscription`)
-        may take before it counts as a refusal.
+        may take, from when it is asked for: a plugin still working on it then counts as
+        refusing; one that no thread could ask by then is `PluginUnavailable` (a 503).
     :param hung_limit: calls one plugin may have hung (past their timeout, still running in
         their threads) before it is no longer asked, its hooks failing at once.
     :param context: what each plugin's `configure_plugin` gets beside its settings.
@@ -171,7 +184,8 @@ class Plugins:
     async def resolve_principal(self, scope: Scope) -> Principal | Refused | None:
         """Who `scope` is from: a `Principal`, `REFUSED` (a resolver failed or did not answer
         within the timeout), or None; asked off the event loop, so a slow resolver delays only
-        its own request."""
+        its own request. `PluginUnavailable` when a resolver could not be asked (no thread
+        free within the timeout, or it has too many calls hung): no verdict, a 503."""
         if not self._resolvers:
             return None
         progress = CallProgress()
@@ -181,12 +195,15 @@ class Plugins:
                 hook, progress, lambda: hook(scope=scope), self.timeout
             )
         except TimeoutError:
-            logger.error(UNRESOLVED, progress.plugin, self.timeout)
+            if progress.stuck_in is None:
+                raise self._unasked(hook) from None
+            logger.error(UNRESOLVED, progress.stuck_in, self.timeout)
             return REFUSED
         return answer
 
     async def authorize_subscription(self, principal: Principal, stream: str) -> bool:
-        """Whether `principal` may read `stream`; asked off the event loop, within the timeout."""
+        """Whether `principal` may read `stream`; asked off the event loop, within the timeout.
+        `PluginUnavailable` as for `resolve_principal`: the gateway could not ask."""
         progress = CallProgress()
         hook = self.manager.hook.authorize_subscription
         try:
@@ -194,7 +211,9 @@ class Plugins:
                 hook, progress, lambda: hook(principal=principal, stream=stream), self.timeout
             )
         except TimeoutError:
-            logger.error(UNANSWERED, progress.plugin, self.timeout)
+            if progress.stuck_in is None:
+                raise self._unasked(hook) from None
+            logger.error(UNANSWERED, progress.stuck_in, self.timeout)
             return False
         if answer is None:
             # Every plugin deferred: the stream's owner only, and no owner is recorded.
@@ -206,6 +225,14 @@ class Plugins:
         """A 403 `forbidden` unless `principal` may read `stream` (every route asks this)."""
         if not await self.authorize_subscription(principal, stream):
             raise HTTPError(403, FORBIDDEN, NOT_YOURS.format(stream=stream))
+
+    def _unasked(self, hook: pluggy.HookCaller) -> PluginUnavailable:
+        """The timeout ended while the call was inside no plugin (no thread had started it, or
+        it was on its way to the next plugin): the gateway could not ask in time, which is no
+        refusal; a call timed out inside a plugin is that plugin's refusal."""
+        message = UNASKED.format(hook=hook.name, timeout=self.timeout)
+        logger.error("%s", message)
+        return PluginUnavailable(message)
 
     # --- the heartbeat hooks -------------------------------------------------------------------
 
@@ -280,11 +307,14 @@ class Plugins:
 
     async def _in_thread(self, hook: pluggy.HookCaller, timeout: float, **arguments: Any) -> Any:
         """`hook` called with `arguments` in its threads, within `timeout` (counted from when
-        the call starts; a call past it no longer holds a place in them,
-        `gateway_kit.hooks.threads`)."""
+        it is queued, or for `UNHURRIED_POOLS` from when it starts; a call past it no longer
+        holds a place in them, `gateway_kit.hooks.threads`)."""
         progress = CallProgress()
         try:
             answer = await self._run(hook, progress, lambda: hook(**arguments), timeout)
+        except NotStarted:
+            logger.error(NO_THREAD, hook.name, timeout)
+            raise
         except TimeoutError:
             logger.error(SLOW_HOOK, progress.plugin, hook.name, timeout)
             raise
@@ -314,7 +344,14 @@ class Plugins:
         threads = self._pools.get(pool)
         if threads is None:
             # Read now, not at import: a test may give a kind fewer threads.
-            sizes = {BILLING_POOL: BILLING_THREADS, LIFECYCLE_POOL: LIFECYCLE_THREADS}
+            sizes = {
+                IDENTITY_POOL: IDENTITY_THREADS,
+                AUTHORIZATION_POOL: AUTHORIZATION_THREADS,
+                BILLING_POOL: BILLING_THREADS,
+                LIFECYCLE_POOL: LIFECYCLE_THREADS,
+            }
             size = sizes.get(pool, HOOK_THREADS)
-            threads = self._pools[pool] = HookThreads(size, f"gateway-kit-{pool}")
+            threads = self._pools[pool] = HookThreads(
+                size, f"gateway-kit-{pool}", count_queued=pool not in UNHURRIED_POOLS
+            )
         return threads

@@ -10,7 +10,8 @@ value: `REFUSED` (the request is refused, no other resolver asked), `RAISE` (the
 stops, naming the plugin) and `RETRY` (the other plugins are still called, then the whole call
 raises `HookFailed`, to be made again later). A hook that `unavailable_raises` lets
 `DatabaseUnavailable` through: that is no verdict on the request, which is answered 503 (try
-again), not refused.
+again), not refused; so is `PluginUnavailable`, raised for such a hook when the gateway cannot
+ask a plugin at all (no thread free in time, or the plugin has too many calls hung).
 """
 
 from __future__ import annotations
@@ -55,8 +56,11 @@ RETRY = object()  # the failure "value" of hooks whose call is made again later
 CLOCK = time.monotonic  # what times the access hooks; read when an implementation is guarded
 
 # The threads a hook's calls run in: each kind has its own, so that a hook stuck in one kind
-# never holds up the others (a hanging guard never stops bills).
+# never holds up the others (a hanging guard never stops bills, a hanging authorization never
+# stops identity).
 HOOK_POOL = "hook"
+IDENTITY_POOL = "identity"
+AUTHORIZATION_POOL = "authorization"
 LIFECYCLE_POOL = "lifecycle"
 BILLING_POOL = "billing"
 HEARTBEAT_POOL = "heartbeat"
@@ -130,6 +134,7 @@ class CallProgress:
     running: bool = False  # inside `plugin`'s implementation
     overdue: bool = False  # past its timeout: its caller no longer waits for the answer
     charged: str | None = None  # the plugin this call counts as hung in
+    stuck_in: str | None = None  # the plugin it was inside when its time ran out, if any
 
 
 CURRENT_CALL: contextvars.ContextVar[CallProgress | None] = contextvars.ContextVar(

@@ -20,6 +20,7 @@ UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
 UNAUTHENTICATED = "unauthenticated"
 FORBIDDEN = "forbidden"
 DATABASE_UNAVAILABLE = "database_unavailable"
+PLUGIN_UNAVAILABLE = "plugin_unavailable"
 REQUEST_TIMEOUT = "request_timeout"
 
 JSON_TYPE = (b"content-type", b"application/json")

@@ -5,6 +5,11 @@ scope (``scope["gateway_kit.principal"]``, read with `gateway_kit.principal.prin
 app finds it in its environ under the same key) for every part below. What is refused here:
 
 - a resolver that fails (raises, answers nonsense, takes too long): 401;
+- a resolver the gateway cannot ask (no identity thread was free within the plugin timeout,
+  or the resolver has too many calls hung): 503 ``plugin_unavailable`` with ``Retry-After``,
+  whatever the path (the wrapped app's included). That is no verdict on the credentials, so a
+  client retries instead of logging out; and since a call is timed from when it is asked for,
+  no request waits on identity much longer than the plugin timeout;
 - a Bearer ``Authorization`` header that no resolver accepts: 401, never a fallback to the
   cookie (a client that sends a token means that token); a header of another scheme (Basic,
   another app's token) is left to the wrapped app, and is no credential for the gateway;
@@ -12,8 +17,10 @@ app finds it in its environ under the same key) for every part below. What is re
   browser sends by itself (a cookie) without that principal's CSRF token in the
   ``X-CSRF-Token`` header: 403.
 
-A request nobody answers for goes on without a principal (the wrapped app serves its login
-page); the gateway's routes then answer 401. With ``allow_anonymous`` it goes on as the
+Every request is asked about, the wrapped app's own included: the app finds the principal in
+its environ, and its responses are watched for a logout of the principal's login. A request
+nobody answers for goes on without a principal (the wrapped app serves its login page); the
+gateway's routes then answer 401. With ``allow_anonymous`` it goes on as the
 ``anonymous`` principal instead. A refused websocket handshake is closed before it is accepted.
 """
 
@@ -23,10 +30,12 @@ import asyncio
 import hmac
 from collections.abc import Sequence
 
+from ..exceptions import PluginUnavailable
 from ..hooks import Plugins
 from ..hooks.policy import Refused
 from ..http.errors import UNAUTHENTICATED, send_error
 from ..http.request import header, relative_path
+from ..http.unavailable import refuse_unavailable
 from ..types import ASGIApp, Message, Receive, Scope, Send
 from .flask_session import FlaskSessionReader
 from .logins import EndedLogins
@@ -85,7 +94,11 @@ class IdentityMiddleware:
         if kind != "http" and kind != "websocket":
             await self.app(scope, receive, send)
             return
-        answer = await self.plugins.resolve_principal(scope)
+        try:
+            answer = await self.plugins.resolve_principal(scope)
+        except PluginUnavailable as exc:
+            await refuse_unavailable(scope, send, exc)
+            return
         if isinstance(answer, Refused):
             await self.refuse(kind, send, 401, UNAUTHENTICATED, REFUSED_MESSAGE)
             return
