@@ -26,6 +26,7 @@ from .exceptions import (
     SessionBusy,
     SessionNotFound,
     SettingsError,
+    TmuxSessionTaken,
     UpstreamAuthError,
     UpstreamBadRequest,
     UpstreamError,
@@ -34,6 +35,7 @@ from .exceptions import (
     UpstreamTooFarBehind,
     UpstreamUnavailable,
 )
+from .execution.claims import TmuxClaims
 from .execution.decider import HeartbeatDecider, HeartbeatDecision
 from .execution.observer import ExecutionObserver
 from .execution.recorder import ExecutionRecorder
@@ -128,7 +130,9 @@ __all__ = [
     "TicketRoutes",
     "Tmux",
     "TmuxError",
+    "TmuxClaims",
     "ToolCall",
+    "TmuxSessionTaken",
     "UpstreamAuthError",
     "UpstreamBadRequest",
     "UpstreamError",

@@ -14,6 +14,8 @@ The tree::
     │       └── PluginUnavailable a plugin whose word is needed cannot be asked now: no thread
     │                             was free in time, or it has too many calls hung (HTTP 503)
     ├── InvalidCredential         a user id, scope or token text that cannot be stored
+    ├── TmuxSessionTaken          another user holds the tmux session, or its user holds the
+    │                             most one may (HTTP 403)
     ├── RunError
     │   ├── RunConflict           the stream already has an active run (HTTP 409)
     │   ├── RecoveryUsed          the run already had a recovery of this kind
@@ -52,6 +54,10 @@ class PluginError(GatewayKitError):
 
 
 class InvalidCredential(GatewayKitError, ValueError):
+    pass
+
+
+class TmuxSessionTaken(GatewayKitError, PermissionError):
     pass
 
 

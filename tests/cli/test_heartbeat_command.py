@@ -167,12 +167,28 @@ def test_careless_input_is_one_line_and_nothing_is_decided(
     assert DecisionLog(log).recent("agent-1") == []
 
 
-def test_a_session_tmux_does_not_have_is_a_failed_round(
+def test_a_session_tmux_does_not_have_is_never_typed_into(
     log: EventLog, log_url: str, tmux: TmuxServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tmux.start_agent("someone-else", SCREENS["aider/idle-prompt"])
-    observed(log, ended=True)  # allowed: the message has nowhere to go
-    assert heartbeat(log_url, tmux) == 1
+    observed(log, ended=True)  # the traffic would allow; the pane cannot be read
+    assert heartbeat(log_url, tmux) == 0
     captured = capsys.readouterr()
-    assert "allow" in captured.out
-    assert "the message was not sent" in captured.err
+    assert f"{AGENT}: skip (pane_not_idle, state IDLE)" in captured.out
+    assert "message sent" not in captured.out
+
+
+def test_a_session_showing_a_permission_prompt_is_never_typed_into(
+    log: EventLog,
+    log_url: str,
+    tmux: TmuxServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    echo = tmp_path / "typed"
+    tmux.start_agent(AGENT, SCREENS["claude_code/permission-bash"], echo=echo)
+    observed(log, ended=True)  # the last answer ended with stop: the traffic says idle
+    assert heartbeat(log_url, tmux, "--count", "2", "--every", "1s") == 0
+    out = capsys.readouterr().out
+    assert out.count(f"{AGENT}: skip (pane_not_idle, state IDLE)") == 2, out
+    assert typed(echo) == []

@@ -3,7 +3,8 @@
     python -m tests.execution.observed_process PORT_FILE DB_URL RELEASE_FILE
 
 Serves `Gateway` (anonymous allowed) around `agent_api`, whose streams go on once RELEASE_FILE
-exists; open requests of a process that died end with it after 2 s.
+exists; open requests of a process that died end with it after 2 s. No pane is read: the
+traffic of the session's holder decides alone.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def main() -> None:
         log=log,
         allow_anonymous=True,
         load_entry_points=False,
+        block_plugins=("tmux_pane",),
         execution_settings=ExecutionSettings(process_ttl=PROCESS_TTL),
     )
     serve_app(gateway, port_file)

@@ -8,12 +8,14 @@ import logging
 import threading
 from typing import Any
 
+import orjson
 import pytest
 
 from gateway_kit import EventLog, hookimpl
 from gateway_kit.app_runs.owned import owned_run
 from gateway_kit.execution.bindings import bindings_of
 from gateway_kit.execution.decider import HeartbeatDecider, InvalidTmuxSession
+from gateway_kit.execution.decision_log import MAX_KEPT, DecisionLog
 from gateway_kit.execution.recorder import ExecutionRecorder
 from gateway_kit.execution.request_rows import RequestRows
 from gateway_kit.execution.settings import ExecutionSettings
@@ -32,7 +34,11 @@ class Clock:
 
 
 def plugins(log: EventLog, *extra: object) -> Plugins:
-    return Plugins(extra, load_entry_points=False, context=PluginContext(log=log), timeout=2.0)
+    """The plugins of a gateway without the built-in pane reader: the traffic decides alone,
+    unless a test gives a fallback of its own."""
+    context = PluginContext(log=log)
+    block = ("tmux_pane",)
+    return Plugins(extra, load_entry_points=False, context=context, timeout=2.0, block=block)
 
 
 def decider(
@@ -69,7 +75,8 @@ def test_what_this_process_saw_decides_and_every_decision_is_recorded(log: Event
         assert document["evidence"]["last_request_id"] == "r1"
         listed = await heartbeat.history(TMUX)
         assert [d["reason"] for d in listed] == ["response_stop", "sse_open", "waiting_response"]
-        assert listed[0] == document
+        assert {key: listed[0][key] for key in document} == document
+        assert (listed[0]["since"], listed[0]["repeats"]) == (document["decided_at"], 1)
         await recorder.stop()
 
     asyncio.run(scenario())
@@ -124,7 +131,9 @@ def test_an_active_run_of_a_bound_stream_is_a_skip(log: EventLog) -> None:
     leave = threading.Event()
 
     def write_run() -> None:
-        with owned_run(log, stream="conv-1", run_id="run-1", tmux_session=TMUX) as run:
+        with owned_run(
+            log, stream="conv-1", run_id="run-1", tmux_session=TMUX, owner="alice"
+        ) as run:
             run.append("Message", {"text": "working"})
             inside.set()
             leave.wait(10)
@@ -146,8 +155,8 @@ def test_an_active_run_of_a_bound_stream_is_a_skip(log: EventLog) -> None:
 
 def test_a_binding_is_replaced_by_the_newest(log: EventLog) -> None:
     bindings = bindings_of(log)
-    bindings.bind("conv-1", "agent-1")
-    bindings.bind("conv-1", "agent-2")
+    bindings.bind("conv-1", "agent-1", "alice")
+    bindings.bind("conv-1", "agent-2", "alice")
     assert bindings.streams_of("agent-1") == []
     assert bindings.streams_of("agent-2") == ["conv-1"]
     bindings_of(log).refresh()
@@ -222,7 +231,7 @@ def test_the_fallback_decides_only_what_nothing_was_observed_of(log: EventLog) -
 
 
 @pytest.mark.parametrize("answer", [RuntimeError("tmux crashed"), "yes please", "slow"])
-def test_a_fallback_that_fails_or_hangs_is_a_skip(
+def test_a_fallback_that_fails_or_hangs_is_a_skip_of_an_unknown_session(
     log: EventLog, answer: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     release = threading.Event() if answer == "slow" else None
@@ -233,7 +242,7 @@ def test_a_fallback_that_fails_or_hangs_is_a_skip(
     finally:
         if release is not None:
             release.set()
-    assert (decision.decision, decision.reason) == ("skip", "no_evidence")
+    assert (decision.decision, decision.reason, decision.pane) == ("skip", "fallback", "skip")
     assert "pane-reader" in caplog.text
 
 
@@ -261,3 +270,136 @@ def test_pruning_forgets_what_is_older_than_the_retention(log: EventLog) -> None
     asyncio.run(heartbeat.prune())
     assert [r.request_id for r in rows.read(TMUX, clock.now)] == ["new"]
     assert asyncio.run(heartbeat.history(TMUX)) == []
+
+
+def ended(request_id: str, at: float, reason: str | None) -> RequestRecord:
+    """A request of `TMUX` answered whole one second after it started, at `at`."""
+    return RequestRecord(
+        request_id,
+        TMUX,
+        "p",
+        "POST",
+        "/v1/chat/completions",
+        at - 1,
+        ended_at=at,
+        outcome=Outcome.COMPLETED.value,
+        finish_reason=reason,
+        terminal_at=at,
+    )
+
+
+def test_the_pane_is_the_last_word_before_any_allow(log: EventLog) -> None:
+    clock = Clock()
+    RequestRows(log).write([ended("r1", clock.now - 1, "stop")], process="p", now=clock.now)
+    # The traffic says idle; the pane shows a permission prompt (the reader says skip).
+    prompt = Fallback("skip")
+    decision = asyncio.run(decider(log, clock, prompt).decide(TMUX))
+    assert (decision.decision, decision.reason, decision.pane) == ("skip", "pane_not_idle", "skip")
+    assert "the last response ended with stop" in decision.detail
+    assert prompt.asked == [TMUX]  # asked although the session was observed
+    idle = asyncio.run(decider(log, clock, Fallback("allow")).decide(TMUX))
+    assert (idle.decision, idle.reason, idle.pane) == ("allow", "response_stop", "allow")
+    assert idle.as_json()["evidence"]["pane"] == "allow"
+
+
+def test_a_policy_plugins_allow_is_held_to_the_pane_too(log: EventLog) -> None:
+    decision = asyncio.run(decider(log, Clock(), Policy("allow"), Fallback("skip")).decide(TMUX))
+    assert (decision.decision, decision.reason, decision.decided_by) == (
+        "skip",
+        "pane_not_idle",
+        "policy",
+    )
+
+
+@pytest.mark.parametrize("answer", [RuntimeError("tmux crashed"), "yes please", "slow"])
+def test_a_pane_reader_that_fails_or_hangs_turns_an_allow_into_a_skip(
+    log: EventLog, answer: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    RequestRows(log).write([ended("r1", clock.now - 1, "stop")], process="p", now=clock.now)
+    release = threading.Event() if answer == "slow" else None
+    fallback = Fallback("allow" if answer == "slow" else answer, release)
+    try:
+        with caplog.at_level(logging.ERROR):
+            decision = asyncio.run(decider(log, clock, fallback).decide(TMUX))
+    finally:
+        if release is not None:
+            release.set()
+    assert (decision.decision, decision.reason) == ("skip", "pane_not_idle")
+    assert "pane-reader" in caplog.text
+
+
+def test_an_ending_asking_for_a_tool_is_never_an_allow_on_its_own(log: EventLog) -> None:
+    clock = Clock()
+    # The model's answer ended with tool_calls; the grace (5 s) is long over, nothing came.
+    RequestRows(log).write([ended("r1", clock.now - 60, "tool_calls")], process="p", now=clock.now)
+    alone = asyncio.run(decider(log, clock).decide(TMUX))
+    assert (alone.decision, alone.reason, alone.state.state) == (
+        "skip",
+        "ending_unconfirmed",
+        State.IDLE,
+    )
+    assert "'tool_calls'" in alone.detail
+    asking = asyncio.run(decider(log, clock, Fallback("skip")).decide(TMUX))
+    assert (asking.decision, asking.reason) == ("skip", "pane_not_idle")
+    confirmed = asyncio.run(decider(log, clock, Fallback("allow")).decide(TMUX))
+    assert (confirmed.decision, confirmed.reason) == ("allow", "grace_over")
+
+
+def test_a_stop_or_a_broken_off_request_is_an_allow_when_no_pane_reader_is_configured(
+    log: EventLog,
+) -> None:
+    clock = Clock()
+    rows = RequestRows(log)
+    rows.write([ended("r1", clock.now - 1, "stop")], process="p", now=clock.now)
+    stop = asyncio.run(decider(log, clock).decide(TMUX))
+    assert (stop.decision, stop.reason, stop.pane) == ("allow", "response_stop", None)
+    timed_out = RequestRecord("r2", TMUX, "p", "POST", "/x", clock.now)
+    rows.write([timed_out], process="p", now=clock.now)
+    clock.now += 121
+    rows.write([], process="p", now=clock.now)  # the process lives on: the request is open
+    stale = asyncio.run(decider(log, clock).decide(TMUX))
+    assert (stale.decision, stale.reason) == ("allow", "request_timed_out")
+
+
+def test_repeated_decisions_fold_into_one_row(log: EventLog) -> None:
+    clock = Clock()
+    heartbeat = decider(log, clock)
+    first_at = clock.now
+    for _ in range(5):
+        asyncio.run(heartbeat.decide(TMUX))
+        clock.now += 60
+    RequestRows(log).write([ended("r1", clock.now - 1, "stop")], process="p", now=clock.now)
+    asyncio.run(heartbeat.decide(TMUX))
+    listed = asyncio.run(heartbeat.history(TMUX))
+    assert [(d["reason"], d["repeats"]) for d in listed] == [
+        ("response_stop", 1),
+        ("no_evidence", 5),
+    ]
+    assert listed[1]["since"] == first_at
+    assert listed[1]["decided_at"] == first_at + 4 * 60
+
+
+def test_a_sessions_decisions_are_kept_to_the_newest(log: EventLog) -> None:
+    document = asyncio.run(decider(log, Clock()).decide(TMUX)).as_json()
+    record = DecisionLog(log)
+    for n in range(MAX_KEPT + 20):  # alternating: no two in a row fold
+        record.add({**document, "reason": f"r{n % 2}", "decided_at": float(n)})
+    kept = record.recent(TMUX, MAX_KEPT)
+    assert len(kept) == MAX_KEPT
+    assert kept[0]["decided_at"] == MAX_KEPT + 19  # the newest stay
+    assert kept[-1]["decided_at"] == 20.0
+
+
+def test_evidence_stays_small_however_much_work_waits(log: EventLog) -> None:
+    approvals = [(f"conv-{n}", f"approval-{n:04}") for n in range(300)]
+    heartbeat = decider(log, Clock())
+    heartbeat.work.pending_approvals = lambda streams: approvals
+    bindings_of(log).bind("conv-1", TMUX, "alice")
+    decision = asyncio.run(heartbeat.decide(TMUX))
+    assert (decision.decision, decision.reason) == ("skip", "approval_pending")
+    evidence = decision.as_json()["evidence"]
+    assert len(evidence["pending_approvals"]) == 10
+    assert evidence["pending_approval_count"] == 300
+    assert "approval-0002 and 297 more" in decision.detail
+    assert len(orjson.dumps(decision.as_json())) < 4096

@@ -10,6 +10,9 @@ from typing import Any
 
 import httpx
 
+from gateway_kit import EventLog
+from gateway_kit.execution.claims import claims_of
+
 from ..processes import gateway_process
 from ..waiting import until
 
@@ -38,6 +41,15 @@ async def both_say(urls: tuple[str, str], reason: str) -> list[dict[str, Any]]:
     return seen
 
 
+def held_by_the_agent(pg_url: str) -> None:
+    """The session is held by the user the processes serve its agent as (``anonymous``)."""
+    log = EventLog(pg_url)
+    try:
+        claims_of(log).claim(TMUX, "anonymous")
+    finally:
+        log.close()
+
+
 def alike(documents: list[dict[str, Any]]) -> None:
     first, second = ({k: d[k] for k in SAME} for d in documents)
     assert first == second
@@ -46,6 +58,7 @@ def alike(documents: list[dict[str, Any]]) -> None:
 def test_two_processes_answer_alike(pg_url: str, tmp_path: Path) -> None:
     release = tmp_path / "release"
     args = (pg_url, str(release))
+    held_by_the_agent(pg_url)
     with (
         gateway_process(MODULE, *args, tmp=tmp_path, name="a") as a,
         gateway_process(MODULE, *args, tmp=tmp_path, name="b") as b,
@@ -72,6 +85,7 @@ def test_two_processes_answer_alike(pg_url: str, tmp_path: Path) -> None:
 def test_a_killed_process_leaves_no_stream_open_for_ever(pg_url: str, tmp_path: Path) -> None:
     release = tmp_path / "release"  # never created: the stream would wait
     args = (pg_url, str(release))
+    held_by_the_agent(pg_url)
     with (
         gateway_process(MODULE, *args, tmp=tmp_path, name="a") as a,
         gateway_process(MODULE, *args, tmp=tmp_path, name="b") as b,

@@ -1,10 +1,11 @@
-"""The heartbeat routes over HTTP: who may ask, what careless and hostile paths get, and the
-routes alone around another ASGI app."""
+"""The heartbeat routes over HTTP: who may ask about which session, what careless and hostile
+paths get, and the routes alone around another ASGI app."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -17,22 +18,36 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from gateway_kit import EventLog, Gateway, HeartbeatDecider, HeartbeatRoutes, IdentityMiddleware
+from gateway_kit import (
+    EventLog,
+    Gateway,
+    HeartbeatDecider,
+    HeartbeatRoutes,
+    IdentityMiddleware,
+    hookimpl,
+)
+from gateway_kit.execution.bindings import bindings_of
+from gateway_kit.execution.claims import claims_of
 from gateway_kit.execution.decision_log import DecisionLog
 from gateway_kit.execution.names import tmux_session_problem
 from gateway_kit.execution.tables import decisions
 from gateway_kit.hooks import PluginContext, Plugins
+from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 
 from ..serving import serve_in_thread
 
 
+def bearer(log: EventLog, user: str, *scopes: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {ApiTokens(log).create(user, scopes=scopes)[1]}"}
+
+
 @pytest.fixture
 def site(log: EventLog) -> Iterator[tuple[str, dict[str, str]]]:
-    gateway = Gateway(log=log, load_entry_points=False)
-    token = ApiTokens(log).create("operator")[1]
+    """A gateway (no pane reader) and an operator's headers."""
+    gateway = Gateway(log=log, load_entry_points=False, block_plugins=("tmux_pane",))
     with serve_in_thread(gateway) as url:
-        yield url, {"authorization": f"Bearer {token}"}
+        yield url, bearer(log, "ops", "operator")
 
 
 def test_asking_needs_a_principal(site: tuple[str, dict[str, str]]) -> None:
@@ -54,7 +69,8 @@ def test_a_decision_and_the_list_of_decisions(
     httpx.get(f"{url}/gateway/heartbeat/agent-1", headers=auth)
     listed = httpx.get(f"{url}/gateway/heartbeat/agent-1/decisions?limit=1", headers=auth).json()
     assert listed["tmux_session_id"] == "agent-1" and len(listed["decisions"]) == 1
-    assert len(DecisionLog(log).recent("agent-1")) == 2
+    [recorded] = DecisionLog(log).recent("agent-1")  # the second repeats the first
+    assert (recorded["reason"], recorded["repeats"]) == ("no_evidence", 2)
     wrong = httpx.post(f"{url}/gateway/heartbeat/agent-1", headers=auth)
     assert wrong.status_code == 405 and wrong.json()["error"] == "method_not_allowed"
 
@@ -90,7 +106,8 @@ def test_any_path_or_limit_is_an_answer_or_a_400_json_never_a_5xx(
             assume(tmux not in {".", ".."})  # dot segments: the client resolves them away
             valid = bool(tmux) and tmux_session_problem(tmux) is None
             # An id no session can have is not asked of the database (PostgreSQL refuses NUL).
-            before = len(DecisionLog(log).recent(tmux, 500)) if valid else 0
+            newest = DecisionLog(log).recent(tmux, 1) if valid else []
+            before = newest[0]["repeats"] if newest else 0
             written = all_decisions(log)
             path = "/gateway/heartbeat/" + quote(tmux, safe="")
             decided = client.get(path)
@@ -109,7 +126,9 @@ def test_any_path_or_limit_is_an_answer_or_a_400_json_never_a_5xx(
                 assert all_decisions(log) == written  # nothing written
                 return
             assert decided.status_code == 200 and decided.json()["tmux_session_id"] == tmux
-            assert len(DecisionLog(log).recent(tmux, 500)) == min(before + 1, 500)
+            newest = DecisionLog(log).recent(tmux, 1)[0]  # the answer, or one it repeats
+            assert newest["decided_at"] == decided.json()["decided_at"]
+            assert newest["repeats"] == before + 1
             good_limit = limit is None or (
                 limit.isdigit() and len(limit) <= 6 and 1 <= int(limit) <= 500
             )
@@ -122,7 +141,8 @@ def test_the_routes_alone_around_a_starlette_app(log: EventLog) -> None:
     async def hello(request: StarletteRequest) -> PlainTextResponse:
         return PlainTextResponse("from starlette")
 
-    plugins = Plugins(load_entry_points=False, context=PluginContext(log=log))
+    context = PluginContext(log=log)
+    plugins = Plugins(load_entry_points=False, context=context, block=("tmux_pane",))
     decider = HeartbeatDecider(log, plugins)
     routes = HeartbeatRoutes(
         Starlette(routes=[Route("/hello", hello)]), decider=decider, prefix="/gw"
@@ -137,3 +157,68 @@ def test_the_routes_alone_around_a_starlette_app(log: EventLog) -> None:
             assert decided.json()["reason"] == "no_evidence"
 
     asyncio.run(main())
+
+
+class SessionReader:
+    """A pane reader that notes which sessions it was asked to look at."""
+
+    __name__ = "pane-probe"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    @hookimpl
+    def heartbeat_fallback(self, tmux_session_id: str) -> str:
+        self.asked.append(tmux_session_id)
+        return "allow"
+
+
+def test_only_the_holder_a_reader_of_a_bound_stream_or_an_operator_may_ask(
+    log: EventLog,
+) -> None:
+    probe = SessionReader()
+    gateway = Gateway(log=log, load_entry_points=False, plugins=[probe])
+    bindings_of(log).bind("alice-conv", "agent-a", "alice")
+    StreamOwners(log).declare("alice-conv", "alice")
+    claims_of(log).claim("agent-b", "bob")
+    alice, bob, carol = (bearer(log, user) for user in ("alice", "bob", "carol"))
+    ops = bearer(log, "ops", "operator")
+    with serve_in_thread(gateway) as url, httpx.Client(base_url=url) as client:
+        for path in ("/gateway/heartbeat/agent-a", "/gateway/heartbeat/agent-a/decisions"):
+            assert client.get(path, headers=alice).status_code == 200
+            assert client.get(path, headers=ops).status_code == 200
+            unknown = client.get(path.replace("agent-a", "agent-nobody"), headers=bob)
+            for someone in (bob, carol):
+                refused = client.get(path, headers=someone)
+                # Another's session and one that does not exist are answered alike.
+                assert refused.status_code == unknown.status_code == 404
+                assert refused.json()["error"] == unknown.json()["error"]
+                assert refused.json()["error"] == "tmux_session_not_found"
+            assert client.get(path).status_code == 401
+        assert client.get("/gateway/heartbeat/agent-b", headers=bob).status_code == 200
+        assert client.get("/gateway/heartbeat/agent-b", headers=alice).status_code == 404
+    # The panes of the sessions refused were never looked at.
+    assert set(probe.asked) == {"agent-a", "agent-b"}
+    assert "agent-nobody" not in probe.asked
+
+
+def test_a_reader_that_authorize_subscription_lets_in_may_ask(log: EventLog) -> None:
+    class SharedWithCarol:
+        __name__ = "share-with-carol"
+
+        @hookimpl
+        def authorize_subscription(self, principal: Any, stream: str) -> bool | None:
+            return True if principal.user_id == "carol" else None
+
+    gateway = Gateway(
+        log=log,
+        load_entry_points=False,
+        block_plugins=("tmux_pane",),
+        plugins=[SharedWithCarol()],
+    )
+    bindings_of(log).bind("alice-conv", "agent-a", "alice")
+    with serve_in_thread(gateway) as url, httpx.Client(base_url=url) as client:
+        shared = client.get("/gateway/heartbeat/agent-a", headers=bearer(log, "carol"))
+        assert shared.status_code == 200, shared.text
+        unbound = client.get("/gateway/heartbeat/agent-z", headers=bearer(log, "carol"))
+        assert unbound.status_code == 404

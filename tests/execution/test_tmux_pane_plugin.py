@@ -78,15 +78,15 @@ def test_an_idle_prompt_that_turned_busy_during_the_hold_is_skipped() -> None:
     assert plugin.heartbeat_fallback("agent-1") == "skip"
 
 
-def test_an_unknown_screen_leaves_the_decision_to_others() -> None:
+def test_a_screen_it_cannot_read_is_not_idle() -> None:
     plugin, sleep = fallback(UNKNOWN)
-    assert plugin.heartbeat_fallback("agent-1") is None
+    assert plugin.heartbeat_fallback("agent-1") == "skip"
     assert sleep.slept == []
 
 
-def test_only_the_agents_configured_are_read() -> None:
+def test_only_the_agents_configured_are_read_as_idle() -> None:
     plugin, _ = fallback(IDLE, agents=["goose", "aider"])
-    assert plugin.heartbeat_fallback("agent-1") is None
+    assert plugin.heartbeat_fallback("agent-1") == "skip"
 
 
 def test_switched_off_it_does_not_look() -> None:
@@ -96,13 +96,13 @@ def test_switched_off_it_does_not_look() -> None:
 
 
 @pytest.mark.parametrize("second", [False, True], ids=["first capture", "after the hold"])
-def test_tmux_failing_answers_none_and_is_logged_with_the_plugins_name(
+def test_tmux_failing_is_a_skip_logged_with_the_plugins_name(
     caplog: pytest.LogCaptureFixture, second: bool
 ) -> None:
     failure = TmuxError("no tmux session named 'agent-9'")
     plugin, _ = fallback(*([IDLE, failure] if second else [failure]))
     with caplog.at_level(logging.WARNING, logger="gateway_kit.heartbeat"):
-        assert plugin.heartbeat_fallback("agent-9") is None
+        assert plugin.heartbeat_fallback("agent-9") == "skip"
     [record] = caplog.records
     assert record.name == "gateway_kit.heartbeat"
     assert "tmux_pane" in record.getMessage()

@@ -1,5 +1,5 @@
-"""A heartbeat fallback that reads the agent's tmux pane, for sessions the observed traffic
-knows nothing about.
+"""A heartbeat fallback that reads the agent's tmux pane: for sessions the observed traffic
+knows nothing about, and as the last word before any heartbeat is allowed.
 
 `heartbeat_fallback` captures the session's active pane and reads its bottom lines
 (`patterns.py`, version `PATTERNS_VERSION`: goose, Claude Code, Codex, aider):
@@ -8,8 +8,11 @@ knows nothing about.
 - asking for permission or an answer → ``"skip"``: what the heartbeat types would answer it;
 - idle at an empty prompt → wait ``hold`` seconds and look again: idle again, with the screen
   unchanged, → ``"allow"``; anything else → ``"skip"`` (the agent was just waking up);
-- a screen it does not recognize, a session that does not exist, tmux failing → ``None``
-  (the next plugin, or the built-in order, decides), logged on ``gateway_kit.heartbeat``.
+- a screen it does not recognize, a session that does not exist, tmux failing → ``"skip"``:
+  what cannot be read as idle might be a prompt (logged on ``gateway_kit.heartbeat``).
+
+Switched off (``enabled: false``), it answers ``None``: the gateway then decides from the
+traffic alone.
 
 Settings (``plugin_config={"tmux_pane": {...}}``): ``enabled`` (default true), ``hold``
 (seconds, 3), ``socket_name`` or ``socket_path`` (tmux's ``-L`` / ``-S``: which tmux server),
@@ -36,7 +39,7 @@ __all__ = ["PATTERNS_VERSION", "TmuxPaneFallback"]
 logger = logging.getLogger("gateway_kit.heartbeat")
 
 NAME = "tmux_pane"
-UNREADABLE = "%s: session %r: no answer: %s"
+UNREADABLE = "%s: session %r: the pane cannot be read, so it is not idle: %s"
 READ = "%s: session %r: %s screen of %s (pattern %s)"
 
 
@@ -62,16 +65,13 @@ class TmuxPaneFallback:
             return None
         try:
             first = self.tmux.capture(tmux_session_id)
-            reading = self._read(tmux_session_id, first)
-            if reading.kind in ("busy", "permission"):
-                return "skip"
-            if reading.kind != "idle":
-                return None
+            if self._read(tmux_session_id, first).kind != "idle":
+                return "skip"  # busy, asking, or a screen it cannot read
             self.sleep(self.settings.hold)
             again = self.tmux.capture(tmux_session_id)
         except TmuxError as exc:
             logger.warning(UNREADABLE, NAME, tmux_session_id, exc)
-            return None
+            return "skip"
         still_idle = self._read(tmux_session_id, again).kind == "idle"
         return "allow" if still_idle and again == first else "skip"
 

@@ -55,6 +55,8 @@ NOT_OPEN = "run {run_id!r} is not open: append inside `with owned_run(...) as ru
 OPENED_ONCE = "run {run_id!r} was opened already: an OwnedRun is entered once"
 OWNED_BY_ANOTHER = "stream {stream!r} belongs to another user: run {run_id!r} cannot write to it"
 OVER = "run {run_id!r} has ended: nothing more can be appended to it"
+# The session's heartbeat acts on someone's agent: the gateway must know whose.
+TMUX_NEEDS_OWNER = "a run for a tmux session needs its owner: owned_run(..., owner=USER)"
 TURN_OVER = (
     "run {run_id!r}: the turn appended its Finish, held back for the finish guards; nothing "
     "more can be appended to it"
@@ -87,7 +89,9 @@ class OwnedRun:
     :param follow_up: called with the guards' prompt, in the block's thread, when they veto: the
         app's next turn of the run. Without it, a veto ends the run with `guard_failed` at once.
     :param tmux_session: the tmux session whose agent the run is for: the stream is bound to
-        it when the block starts, and while the run goes on no heartbeat is typed there.
+        it when the block starts, and while the run goes on no heartbeat is typed there. It
+        needs `owner`, who takes the session if it is free; entering the block raises
+        `TmuxSessionTaken` (nothing written) when another user holds it.
     """
 
     def __init__(
@@ -107,6 +111,8 @@ class OwnedRun:
             problem = tmux_session_problem(tmux_session)
             if problem is not None:
                 raise ValueError(problem)
+            if owner is None:
+                raise ValueError(TMUX_NEEDS_OWNER)
         self.tmux_session = tmux_session
         log.check(stream=stream, type=FINISH, run_id=run_id)  # InvalidEvent, nothing written
         check_seconds("lease_ttl", lease_ttl)
@@ -161,7 +167,8 @@ class OwnedRun:
         try:
             self._check_open_to_us()
             if self.tmux_session is not None:
-                bindings_of(self.log).bind(self.stream, self.tmux_session)
+                assert self.owner is not None  # checked when made
+                bindings_of(self.log).bind(self.stream, self.tmux_session, self.owner)
         except BaseException:  # whatever refused it, or failed, the lease goes back
             self._lease.release()
             raise

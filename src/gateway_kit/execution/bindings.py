@@ -3,7 +3,9 @@
 A stream is bound when a run of it is started for a tmux session (the run API's
 ``tmux_session``, `owned_run(..., tmux_session=...)`, or the `resolve_tmux_session` hook
 asked about the request that started it); the latest binding wins. A bound stream's active
-runs are its tmux session's work: the agent is busy while they go on.
+runs are its tmux session's work: the agent is busy while they go on. Only the user who holds
+the session (`TmuxClaims`) binds streams to it: another user's run would hold its heartbeat
+back.
 
 The request path (`resolve_tmux_session`, asked on the event loop for every observed request)
 reads the bindings from memory: `cached` answers from a copy of the table that `refresh`
@@ -24,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ..exceptions import LogClosed
 from ..log import EventLog
 from ..log.per_log import PerLog
+from .claims import claims_of
 from .tables import bindings
 
 REFRESH_INTERVAL = 2.0
@@ -67,8 +70,11 @@ class TmuxBindings:
             raise LogClosed("the event log of these bindings is gone")
         return log
 
-    def bind(self, stream: str, tmux_session: str) -> None:
-        """Bind `stream` to `tmux_session` (replacing an earlier binding of the stream)."""
+    def bind(self, stream: str, tmux_session: str, user_id: str) -> None:
+        """Bind `stream` to `tmux_session` (replacing an earlier binding of the stream) for
+        `user_id`, who takes the session if it is free; `TmuxSessionTaken`, nothing bound, when
+        another user holds it (blocking: call it in a worker thread)."""
+        claims_of(self.log).claim(tmux_session, user_id)
         statement = BIND[self.log.tables.dialect]
         now = time.time()
         self.log.tables.write(
@@ -87,11 +93,13 @@ class TmuxBindings:
         return self._cache.get(stream)
 
     def refresh(self) -> None:
-        """Read the bindings again (blocking: call it in a worker thread)."""
+        """Read the bindings, and who holds each session, again (blocking: call it in a
+        worker thread)."""
         rows = self.log.tables.select(NEWEST)
         fresh = {row.stream: row.tmux_session for row in rows}
         with self._lock:
             self._cache = fresh
+        claims_of(self.log).refresh()
 
 
 _BINDINGS = PerLog(TmuxBindings)

@@ -6,12 +6,20 @@ The answer comes from what the gateway saw, in this order:
 2. an open SSE stream, a pending approval or an active run of a bound stream → skip;
 3. a request waiting for its response within the timeout → skip;
 4. a response that ended with another reason than ``stop``, within the grace → skip;
-5. the newest response ended with ``stop`` (or its grace is over) → allow;
-6. the newest request got no response within the timeout, or its response broke off (the
+5. the newest response ended with ``stop`` → allow;
+6. the newest response ended with another reason (``tool_calls``, ``length``) and its grace is
+   over → allow only if the pane reads idle (below): the agent may be running the tool, or
+   asking for permission to;
+7. the newest request got no response within the timeout, or its response broke off (the
    client left, the stream was cut, the app failed, its process died) → allow: a session is
    never skipped for ever;
-7. nothing observed (``UNKNOWN``, such as sessions older than the gateway) → the
+8. nothing observed (``UNKNOWN``, such as sessions older than the gateway) → the
    ``heartbeat_fallback`` plugins (the built-in one reads the pane); none answering → skip.
+
+The pane is the last word before any allow, whoever made it: the ``heartbeat_fallback``
+plugins are asked, and anything but ``"allow"`` (a permission prompt, a busy agent, a screen
+they cannot read, a plugin that fails or is slow) turns it into a skip. Only when no fallback
+plugin gives an answer at all (none is configured) does an allow stand on the traffic alone.
 
 "Client daemon alive" is never an input. Every decision is recorded with its reason and the
 evidence it was made from (`DecisionLog`), whoever asked.
@@ -60,7 +68,14 @@ REASONS = {
     "process_gone": "the process serving the last request stopped",
     "fallback": "nothing was observed of this session; a heartbeat_fallback plugin decided",
     "no_evidence": "nothing was observed of this session and no fallback plugin decided",
+    "pane_not_idle": "{allowed}; but the pane does not read as idle (a prompt, a busy agent, or "
+    "a screen that cannot be read)",
+    "ending_unconfirmed": "{allowed}; but no pane reader confirms the agent is idle, and after "
+    "{reason!r} it may be running a tool or asking for permission",
 }
+PANE_IDLE = "{detail}; the pane reads idle"
+# Allowed by the traffic, but only with the pane's word: the answer ended asking for more.
+NEEDS_THE_PANE = frozenset({"grace_over"})
 BROKEN_OFF = {
     Outcome.CLIENT_CLOSED.value: "client_closed",
     Outcome.CUT.value: "stream_cut",
@@ -87,6 +102,7 @@ class HeartbeatDecision:
     decided_at: float
     state: ExecutionState
     work: Work
+    pane: str | None = None  # what the heartbeat_fallback plugins answered, when asked
 
     @property
     def allowed(self) -> bool:
@@ -101,7 +117,7 @@ class HeartbeatDecision:
             "detail": self.detail,
             "decided_by": self.decided_by,
             "decided_at": self.decided_at,
-            "evidence": {**self.state.as_json(), **self.work.as_json()},
+            "evidence": {**self.state.as_json(), **self.work.as_json(), "pane": self.pane},
         }
 
 
@@ -110,6 +126,12 @@ def check_tmux_session(value: object) -> str:
     if problem is not None:
         raise InvalidTmuxSession(problem)
     return value  # type: ignore[return-value]
+
+
+def named(items: tuple[str, ...], shown: int = 3) -> str:
+    """The first few of `items`, and how many more (a detail stays a line however many)."""
+    more = len(items) - shown
+    return ", ".join(items[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def built_in(
@@ -122,10 +144,10 @@ def built_in(
         return SKIP, "sse_open", REASONS["sse_open"].format(count=state.open_sse_count)
     # A run waiting for a person says more than the run being active: it is named first.
     if work.pending_approvals:
-        approvals = ", ".join(work.pending_approvals)
+        approvals = named(work.pending_approvals)
         return SKIP, "approval_pending", REASONS["approval_pending"].format(approvals=approvals)
     if work.active_runs:
-        runs = ", ".join(work.active_runs)
+        runs = named(work.active_runs)
         return SKIP, "run_active", REASONS["run_active"].format(runs=runs)
     if state.state is State.WAITING_RESPONSE:
         age = now - (state.last_request_at or now)
@@ -228,25 +250,53 @@ class HeartbeatDecider:
         return decision
 
     async def _decide(self, state: ExecutionState, work: Work, now: float) -> HeartbeatDecision:
-        def made(decision: str, reason: str, detail: str, by: str) -> HeartbeatDecision:
+        def made(
+            decision: str, reason: str, detail: str, by: str, pane: str | None = None
+        ) -> HeartbeatDecision:
             return HeartbeatDecision(
-                state.tmux_session_id, decision, reason, detail, by, now, state, work
+                state.tmux_session_id, decision, reason, detail, by, now, state, work, pane
             )
 
-        timeout = self.plugins.timeout
-        overridden = await self.plugins.heartbeat_policy(state, now, timeout=timeout)
+        overridden = await self.plugins.heartbeat_policy(state, now, timeout=self.plugins.timeout)
         if overridden is not None:
-            return made(overridden, "policy", REASONS["policy"], "policy")
-        decided = built_in(state, work, self.settings)
-        if decided is not None:
-            return made(*decided, "gateway")
-        answer = await self.plugins.heartbeat_fallback(
-            state.tmux_session_id, timeout=self.settings.fallback_timeout
+            candidate = made(overridden, "policy", REASONS["policy"], "policy")
+        else:
+            decided = built_in(state, work, self.settings)
+            if decided is None:
+                answer = await self._pane(state.tmux_session_id)
+                if answer is None:
+                    # Nobody knows whether the agent works: typing could interrupt it.
+                    return made(SKIP, "no_evidence", REASONS["no_evidence"], "gateway")
+                return made(answer, "fallback", REASONS["fallback"], "fallback", answer)
+            candidate = made(*decided, "gateway")
+        if not candidate.allowed:
+            return candidate
+        return await self._confirmed(candidate, made)
+
+    async def _confirmed(
+        self, candidate: HeartbeatDecision, made: Callable[..., HeartbeatDecision]
+    ) -> HeartbeatDecision:
+        """`candidate`, an allow, if the pane agrees; else a skip saying why."""
+        pane = await self._pane(candidate.tmux_session_id)
+        by, detail = candidate.decided_by, candidate.detail
+        if pane == ALLOW:
+            return made(ALLOW, candidate.reason, PANE_IDLE.format(detail=detail), by, pane)
+        if pane is not None:
+            return made(
+                SKIP, "pane_not_idle", REASONS["pane_not_idle"].format(allowed=detail), by, pane
+            )
+        if candidate.reason in NEEDS_THE_PANE:
+            reason = candidate.state.last_finish_reason
+            explained = REASONS["ending_unconfirmed"].format(allowed=detail, reason=reason)
+            return made(SKIP, "ending_unconfirmed", explained, by)
+        return candidate
+
+    async def _pane(self, tmux_session_id: str) -> str | None:
+        """The ``heartbeat_fallback`` plugins' word on the session's pane: None when none
+        answered, ``"skip"`` when they failed or were too slow."""
+        return await self.plugins.heartbeat_fallback(
+            tmux_session_id, timeout=self.settings.fallback_timeout
         )
-        if answer is not None:
-            return made(answer, "fallback", REASONS["fallback"], "fallback")
-        # Nobody knows whether the agent works: typing into its pane could interrupt it.
-        return made(SKIP, "no_evidence", REASONS["no_evidence"], "gateway")
 
     async def history(self, tmux_session_id: str, limit: int = 50) -> list[dict[str, Any]]:
         """The newest recorded decisions about `tmux_session_id`, newest first."""

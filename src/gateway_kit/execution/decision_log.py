@@ -1,5 +1,11 @@
 """`DecisionLog`: every heartbeat decision with its reason and evidence, so that an operator
-can see why a nudge was or was not sent."""
+can see why a nudge was or was not sent.
+
+A scheduler asks every few minutes, and a session idle for a day is asked hundreds of times
+the same way: a decision equal to the newest one of its session (the same decision, reason,
+state and decider) updates that row (its latest time, detail and evidence, and `repeats`)
+instead of adding one, and each session keeps its newest `MAX_KEPT` rows at most.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,8 @@ from ..log import EventLog
 from .tables import decisions
 
 MAX_LISTED = 500
+MAX_KEPT = MAX_LISTED
+SAME = ("decision", "reason", "state", "decided_by")
 
 RECENT = (
     sa.select(decisions)
@@ -19,9 +27,37 @@ RECENT = (
     .order_by(decisions.c.id.desc())
     .limit(sa.bindparam("limit"))
 )
+NEWEST = (
+    sa.select(decisions.c.id, *(decisions.c[name] for name in SAME))
+    .where(decisions.c.tmux_session == sa.bindparam("tmux_session"))
+    .order_by(decisions.c.id.desc())
+    .limit(1)
+)
 # The id is the database's own: the statement names every other column.
 ADD = decisions.insert().values(
     {column.name: sa.bindparam(column.name) for column in decisions.columns if column.name != "id"}
+)
+REPEATED = (
+    decisions.update()
+    .where(decisions.c.id == sa.bindparam("row_id"))
+    .values(
+        decided_at=sa.bindparam("decided_at"),
+        detail=sa.bindparam("detail"),
+        evidence=sa.bindparam("evidence"),
+        repeats=decisions.c.repeats + 1,
+    )
+)
+# Of a session, the rows older than its newest MAX_KEPT (none while it has fewer).
+OLDEST_KEPT = (
+    sa.select(decisions.c.id)
+    .where(decisions.c.tmux_session == sa.bindparam("tmux_session"))
+    .order_by(decisions.c.id.desc())
+    .offset(MAX_KEPT - 1)
+    .limit(1)
+    .scalar_subquery()
+)
+TRIM = decisions.delete().where(
+    decisions.c.tmux_session == sa.bindparam("tmux_session"), decisions.c.id < OLDEST_KEPT
 )
 PRUNE = decisions.delete().where(decisions.c.decided_at < sa.bindparam("before"))
 
@@ -32,19 +68,24 @@ class DecisionLog:
 
     def add(self, document: dict[str, Any]) -> None:
         """Record one decision, as `HeartbeatDecision.as_json` gives it."""
-        self.log.tables.write(
-            ADD,
-            {
-                "tmux_session": document["tmux_session_id"],
-                "decided_at": document["decided_at"],
-                "decision": document["decision"],
-                "reason": document["reason"],
-                "state": document["state"],
-                "decided_by": document["decided_by"],
-                "detail": document["detail"],
-                "evidence": orjson.dumps(document["evidence"]).decode(),
-            },
-        )
+        session = document["tmux_session_id"]
+        row = {
+            "tmux_session": session,
+            "decided_at": document["decided_at"],
+            "decision": document["decision"],
+            "reason": document["reason"],
+            "state": document["state"],
+            "decided_by": document["decided_by"],
+            "detail": document["detail"],
+            "evidence": orjson.dumps(document["evidence"]).decode(),
+        }
+        with self.log.tables.transaction() as conn:
+            newest = conn.execute(NEWEST, {"tmux_session": session}).first()
+            if newest is not None and all(getattr(newest, name) == row[name] for name in SAME):
+                conn.execute(REPEATED, {**row, "row_id": newest.id})
+                return
+            conn.execute(ADD, {**row, "since": row["decided_at"], "repeats": 1})
+            conn.execute(TRIM, {"tmux_session": session})
 
     def recent(self, tmux_session: str, limit: int = 50) -> list[dict[str, Any]]:
         """The newest decisions about `tmux_session`, newest first."""
@@ -59,6 +100,8 @@ class DecisionLog:
                 "decided_by": row.decided_by,
                 "detail": row.detail,
                 "evidence": orjson.loads(row.evidence),
+                "since": row.decided_at if row.since is None else row.since,
+                "repeats": row.repeats,
             }
             for row in self.log.tables.select(RECENT, params)
         ]

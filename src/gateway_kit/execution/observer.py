@@ -2,12 +2,14 @@
 
 It sits at the seam around the wrapped app (and is usable alone around any ASGI app). For
 each HTTP request it asks `resolve` which tmux session the request belongs to; a request of
-none passes untouched. For the others it notes, in an `ExecutionRecorder`: the request
-started; its SSE stream opened (the response's content type); and how it ended, which is when
-its last byte was sent, not when the app's handler returned (a streamed answer goes on after
-its handler's ``finally``). The ending is read from the response as it passes
-(`ResponseReader`): the terminal event and its ``finish_reason``, a client that left before
-it, a stream cut short, or the app failing.
+none passes untouched. What a request says of its session is only believed from the user who
+holds that session (`held_only`, as the gateway composes it): an unauthenticated request, or
+another user's, never changes a session's state. For the others it notes, in an
+`ExecutionRecorder`: the request started; its SSE stream opened (the response's content
+type); and how it ended, which is when its last byte was sent, not when the app's handler
+returned (a streamed answer goes on after its handler's ``finally``). The ending is read from
+the response as it passes (`ResponseReader`): the terminal event and its ``finish_reason``, a
+client that left before it, a stream cut short, or the app failing.
 
 Every message is handed on as it came, at once: the observer never changes, holds or joins
 the bytes a client receives.
@@ -19,11 +21,24 @@ import asyncio
 from collections.abc import Callable, Iterable
 
 from ..types import ASGIApp, Message, Receive, Scope, Send
+from .claims import TmuxClaims
 from .finish_reason import ResponseReader
 from .recorder import ExecutionRecorder
 from .state import Outcome
 
 Resolve = Callable[[Scope], "str | None"]
+
+
+def held_only(resolve: Resolve, claims: TmuxClaims) -> Resolve:
+    """`resolve`, answering only for requests whose principal holds the session they name."""
+
+    def resolved(scope: Scope) -> str | None:
+        tmux_session = resolve(scope)
+        if tmux_session is None or not claims.speaks_for(scope, tmux_session):
+            return None
+        return tmux_session
+
+    return resolved
 
 
 class ExecutionObserver:

@@ -7,7 +7,9 @@ seconds; the open requests of a process not seen for `PROCESS_TTL` seconds are r
 with it (`Outcome.PROCESS_GONE`), so that a crash never leaves a session "streaming" for ever.
 
 A session is folded from its open requests and its newest `RECENT` ones: enough to find its
-newest request and newest response, and bounded however long the session lives.
+newest request and newest response, and bounded however long the session lives. So are its
+rows: every `RECENT` rows a process writes of a session, the session's ended rows older than
+its newest `RECENT` go, in the same transaction.
 """
 
 from __future__ import annotations
@@ -36,6 +38,22 @@ NEWEST = (
     .order_by(requests.c.started_at.desc())
     .limit(RECENT)
 )
+# Of a session, the start of its RECENT-th newest request (none while it has fewer).
+OLDEST_READ = (
+    sa.select(requests.c.started_at)
+    .where(requests.c.tmux_session == sa.bindparam("tmux_session"))
+    .order_by(requests.c.started_at.desc())
+    .offset(RECENT - 1)
+    .limit(1)
+    .scalar_subquery()
+)
+TRIM = requests.delete().where(
+    requests.c.tmux_session == sa.bindparam("tmux_session"),
+    requests.c.ended_at.is_not(None),
+    requests.c.started_at < OLDEST_READ,
+)
+# Sessions whose writes since their last trim are counted, at most (then counting starts over).
+MAX_COUNTED = 10_000
 SEEN = sa.select(processes.c.seen_at).where(processes.c.process == sa.bindparam("process"))
 PRUNE = requests.delete().where(requests.c.ended_at < sa.bindparam("before"))
 PRUNE_PROCESSES = processes.delete().where(processes.c.seen_at < sa.bindparam("before"))
@@ -70,14 +88,28 @@ class RequestRows:
     def __init__(self, log: EventLog, *, process_ttl: float = PROCESS_TTL) -> None:
         self.log = log
         self.process_ttl = process_ttl
+        self._untrimmed: dict[str, int] = {}  # rows written per session since its last trim
 
     def write(self, records: Sequence[RequestRecord], *, process: str, now: float) -> None:
         """Write `records` (rows replaced whole) and note `process` alive, in one transaction."""
         upsert_request, upsert_process = UPSERTS[self.log.tables.dialect]
+        due = self._due_for_trim(records)
         with self.log.tables.transaction() as conn:
             if records:
                 conn.execute(upsert_request, [as_row(record) for record in records])
             conn.execute(upsert_process, {"process": process, "seen_at": now})
+            for tmux_session in due:
+                conn.execute(TRIM, {"tmux_session": tmux_session})
+        for tmux_session in due:
+            self._untrimmed.pop(tmux_session, None)
+
+    def _due_for_trim(self, records: Sequence[RequestRecord]) -> list[str]:
+        counts = self._untrimmed
+        if len(counts) > MAX_COUNTED:
+            counts.clear()
+        for record in records:
+            counts[record.tmux_session] = counts.get(record.tmux_session, 0) + 1
+        return [session for session, count in counts.items() if count >= RECENT]
 
     def read(self, tmux_session: str, now: float) -> list[RequestRecord]:
         """The requests `tmux_session` is folded from: its open ones (those of a process gone

@@ -28,6 +28,9 @@ OWNED_RUNS = sa.select(leases.c.name).where(
     leases.c.name.startswith(LEASE_PREFIX), leases.c.expires_at >= sa.bindparam("now")
 )
 
+# Of each list of work, the items a decision's evidence names.
+MAX_SHOWN = 10
+
 # Pending approvals of some streams, by whoever keeps them: (stream, approval id) pairs.
 PendingApprovals = Callable[[Sequence[str]], Sequence[tuple[str, str]]]
 
@@ -45,10 +48,15 @@ class Work:
         return bool(self.active_runs or self.pending_approvals)
 
     def as_json(self) -> dict[str, Any]:
+        """What a decision records: each list cut to its first `MAX_SHOWN`, with its length
+        (a decision is written at every ask, and its size must not grow with the work)."""
         return {
-            "bound_streams": list(self.streams),
-            "active_runs": list(self.active_runs),
-            "pending_approvals": list(self.pending_approvals),
+            "bound_streams": list(self.streams[:MAX_SHOWN]),
+            "bound_stream_count": len(self.streams),
+            "active_runs": list(self.active_runs[:MAX_SHOWN]),
+            "active_run_count": len(self.active_runs),
+            "pending_approvals": list(self.pending_approvals[:MAX_SHOWN]),
+            "pending_approval_count": len(self.pending_approvals),
         }
 
 

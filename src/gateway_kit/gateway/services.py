@@ -22,8 +22,9 @@ from ..approvals.settings import ApprovalSettings
 from ..approvals.store import ApprovalStore
 from ..approvals.watch import ApprovalWatch
 from ..execution.bindings import TmuxBindings, bindings_of
+from ..execution.claims import claims_of
 from ..execution.decider import HeartbeatDecider
-from ..execution.observer import ExecutionObserver
+from ..execution.observer import ExecutionObserver, held_only
 from ..execution.recorder import ExecutionRecorder
 from ..execution.request_rows import RequestRows
 from ..execution.settings import ExecutionSettings
@@ -276,7 +277,7 @@ def build_services(
             Middleware(
                 ExecutionObserver,
                 recorder=execution.recorder,
-                resolve=plugins.resolve_tmux_session,
+                resolve=held_only(plugins.resolve_tmux_session, claims_of(log)),
             )
         )
     return Services(

@@ -169,15 +169,21 @@ def heartbeat_policy(state: Any, now: float) -> str | None:
 
 
 @hookspec(firstresult=True)
-@answers(DECISION, DECISION_EXPECTED, pool=HEARTBEAT_POOL)
+# A reader that fails cannot vouch for the pane: its failure is a skip.
+@answers(DECISION, DECISION_EXPECTED, on_failure="skip", pool=HEARTBEAT_POOL)
 def heartbeat_fallback(tmux_session_id: str) -> str | None:
-    """Decide a heartbeat when the observed state is ``UNKNOWN``.
+    """Read the agent's screen: decide a heartbeat when the observed state is ``UNKNOWN``, and
+    confirm every allow.
 
-    Called when the built-in order cannot decide (for example by a tmux pane heuristic). Stops
-    at the first non-None result.
+    Called when the built-in order cannot decide, and before any ``"allow"`` takes effect (for
+    example by a tmux pane heuristic): an answer other than ``"allow"`` turns it into a skip.
+    A plugin that reads the screen answers ``"skip"`` for what it cannot read as idle; raising,
+    or answering slower than the fallback timeout, counts as ``"skip"``. Stops at the first
+    non-None result.
 
     :param tmux_session_id: the tmux session.
-    :returns: ``"allow"``, ``"skip"``, or ``None`` to let the next plugin try.
+    :returns: ``"allow"``, ``"skip"``, or ``None`` to let the next plugin try (no plugin
+        answering: the allow stands on the traffic alone; ``UNKNOWN`` is a skip).
     """
 
 

@@ -252,11 +252,17 @@ class Plugins:
         return answer
 
     async def heartbeat_fallback(self, tmux_session_id: str, *, timeout: float) -> str | None:
-        """A fallback plugin's decision for a session nothing was observed of, or None (also
-        when none answered within `timeout`)."""
-        answer: str | None = await self._within(
-            self.hook.heartbeat_fallback, timeout, tmux_session_id=tmux_session_id
-        )
+        """A fallback plugin's word on the session's pane, or None when none answered;
+        ``"skip"`` when they did not answer within `timeout` (nobody vouched for the pane)."""
+        hook = self.hook.heartbeat_fallback
+        if not hook.get_hookimpls():
+            return None
+        try:
+            answer: str | None = await self._in_thread(
+                hook, timeout, tmux_session_id=tmux_session_id
+            )
+        except TimeoutError:
+            return "skip"
         return answer
 
     # --- the hooks of runs' lives and of billing, each kind in threads of its own -----------

@@ -13,6 +13,8 @@ ANONYMOUS_METHOD = "anonymous"
 COOKIE_METHOD = "cookie"
 BEARER_METHOD = "bearer"
 HOST_METHOD = "host"
+# The scope of operators: they read every tmux session's heartbeat, whoever holds it.
+OPERATOR_SCOPE = "operator"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,12 @@ class Principal:
     @property
     def anonymous(self) -> bool:
         return self.method == ANONYMOUS_METHOD
+
+    @property
+    def operator(self) -> bool:
+        """Whether this principal runs the gateway (its credential has the ``operator`` scope,
+        or it is ``anonymous``, allowed everything)."""
+        return OPERATOR_SCOPE in self.scopes or self.anonymous
 
     @property
     def sent_by_browser(self) -> bool:

@@ -23,7 +23,10 @@ message the log cannot hold (400, or 413 when the message is too large for one e
 
 A run started for a tmux session (the body's ``tmux_session``, else the `resolve_tmux_session`
 hook's answer about the request) binds its stream to that session: the stream's active runs
-keep heartbeats away from the session's pane (`gateway_kit.execution`).
+keep heartbeats away from the session's pane (`gateway_kit.execution`). Only the user who
+holds the session binds it (a free one is taken by the run's starter): a body naming a session
+another user holds is a 403 and starts nothing; a session the hook found that way is left
+unbound, and the run starts.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..exceptions import (
+import logging
     InvalidCredential,
     InvalidEvent,
     PayloadTooLarge,
@@ -42,6 +46,7 @@ from ..exceptions import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+    TmuxSessionTaken,
 from ..execution.bindings import bindings_of
 from ..execution.names import tmux_session_problem
 from ..hooks import Plugins
@@ -67,6 +72,8 @@ RUN_NOT_FOUND = "run_not_found"
 INVALID_RUN = "invalid_run"
 UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 UPSTREAM_ERROR = "upstream_error"
+logger = logging.getLogger("gateway_kit.heartbeat")
+
 UPSTREAM_TIMEOUT = "upstream_timeout"
 NO_UPSTREAM = "no_upstream"
 INVALID_USER = "invalid_user"
@@ -80,6 +87,8 @@ def run_json(
     run: Run,
     attempts: Sequence[Attempt] = (),
     terminal_seq: int | None = None,
+TMUX_SESSION_TAKEN = "tmux_session_taken"
+NOT_BOUND = "stream %r is not bound to tmux session %r, which its request named: %s"
     guard_failed: bool = False,
 ) -> dict[str, Any]:
     return {
@@ -179,9 +188,16 @@ class RunRoutes(RoutesMiddleware):
         owners = self.owners
 
         async def admit(stream: str) -> str | None:
+        asked_for = tmux_session is not None
             owner = await authorized(stream)
             if tmux_session is not None:  # only once the principal may use the stream
-                await asyncio.to_thread(bindings_of(service.log).bind, stream, tmux_session)
+                bind = bindings_of(service.log).bind
+                try:
+                    await asyncio.to_thread(bind, stream, tmux_session, principal.user_id)
+                except TmuxSessionTaken as exc:
+                    if asked_for:
+                        raise HTTPError(403, TMUX_SESSION_TAKEN, str(exc)) from None
+                    logger.info(NOT_BOUND, stream, tmux_session, exc)
             return owner
 
         async def authorized(stream: str) -> str | None:
