@@ -9,9 +9,10 @@ from typing import Any
 
 from gateway_kit import Gateway
 from gateway_kit.approvals import ApprovalSettings
+from gateway_kit.approvals.events import EVENT_TYPES
 from gateway_kit.approvals.goose_actions import ActionRequest
 from gateway_kit.exceptions import UpstreamUnavailable
-from gateway_kit.testing import DECLINED_RESPONSE, FakeGoose
+from gateway_kit.testing import DECLINED_RESPONSE, FakeGoose, Turn
 
 from ..runs.test_routes import gateway_client, wait_status
 from ..waiting import until
@@ -273,3 +274,37 @@ async def test_a_second_turn_asks_again_and_the_list_shows_pending_first(log_url
         await until(second_pending, 10, failure=lambda: "the second approval never came")
         found = await listed(client)
         assert [a["request_id"] for a in found] == ["call_b", "call_a"]
+
+
+@in_loop
+async def test_claims_and_decisions_name_the_approval_without_writing_its_arguments_again(
+    log_url: str,
+) -> None:
+    fake = FakeGoose()
+    content = "large arguments " * 4000  # 64 KB, once in the approval's first event
+    asking = Turn().confirm_tool("write_file", {"path": "big.txt", "content": content})
+    async with gateway_client(log_url, fake) as (client, gateway, log):
+        run_id, _ = await start_asking_run(client, fake, gateway, asking.text("written"))
+        approval = await pending_approval(client)
+        claims = 20
+        for _ in range(claims):
+            claimed = await client.post(f"/gateway/approvals/{approval['approval_id']}/claim")
+            assert claimed.status_code == 200, claimed.text
+            assert claimed.json()["approval"]["arguments"]["content"] == content  # the answer
+        assert (await decide(client, approval)).status_code == 200
+        await wait_status(client, run_id, "finished")
+
+        events = log.read(stream="conv", limit=1000, settled=False)
+        told = [e for e in events if e.type in EVENT_TYPES]
+        assert [e.type for e in told] == [
+            "approval_requested", *["approval_claimed"] * claims, "approval_decided",
+        ]  # fmt: skip
+        assert told[0].data["arguments"]["content"] == content  # the first event has them
+        for later in told[1:]:
+            assert later.data["approval_id"] == approval["approval_id"]
+            assert later.data["args_hash"] == approval["args_hash"]
+            assert "arguments" not in later.data and "prompt" not in later.data
+        # Besides goose's own messages (its call, its question), only the first event has them.
+        holding = [e.type for e in events if content in json.dumps(e.data)]
+        assert [t for t in holding if t != "Message"] == ["approval_requested"], holding
+        assert (await listed(client))[0]["arguments"]["content"] == content  # the list has them

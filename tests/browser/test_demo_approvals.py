@@ -156,6 +156,8 @@ def test_two_tabs_and_a_tail_follow_one_approval_from_request_to_the_end_of_the_
     wait_for_card(second, "claim", "claimed by demo")
     claimed = tail.event("approval_claimed", approval_id)
     claims = [card_text(tab, "claim") for tab in tabs]
+    # Later events leave the arguments out: each card keeps those of the first.
+    arguments_claimed = [card_text(tab, "arguments") for tab in tabs]
 
     second.click(".approval button.approve")
     for tab in tabs:
@@ -167,6 +169,7 @@ def test_two_tabs_and_a_tail_follow_one_approval_from_request_to_the_end_of_the_
     tail.wait_for(lambda line: " Finish " in line)
     buttons = [tab.locator(".approval button.approve").is_visible() for tab in tabs]
     outcomes = [card_text(tab, "outcome") for tab in tabs]
+    arguments_decided = [card_text(tab, "arguments") for tab in tabs]
     answers = [card_text(tab, "answer") for tab in tabs]
     closed = [tab.locator(".approval.closed").count() for tab in tabs]
     context.close()
@@ -177,6 +180,8 @@ def test_two_tabs_and_a_tail_follow_one_approval_from_request_to_the_end_of_the_
         assert '"command": "rm -rf build"' in arguments
         assert claim == "not claimed yet"
     assert all(countdown.startswith("expires in ") for countdown in countdowns)
+    shown = [arguments for _, arguments, _ in asked]
+    assert arguments_claimed == shown and arguments_decided == shown
     assert claims == ["claimed by demo (this tab)", "claimed by demo"]
     assert all(outcome.startswith("approved by demo at ") for outcome in outcomes)
     assert answers == ["", ""]

@@ -1,5 +1,11 @@
-"""The events that tell every client of a stream what became of its approvals: each one's data
-is the approval as the routes show it (`Approval.as_json`)."""
+"""The events that tell every client of a stream what became of its approvals.
+
+The first, ``approval_requested``, holds the approval as the routes show it
+(`Approval.as_json`). Every later one (claimed, decided, expired, voided) holds the same but for
+what was asked, ``arguments`` and ``prompt``: they never change after the first event, and may
+be large, so that a claim repeated fifty times does not write them fifty times. A client keeps
+them from the first event, or reads them from the stream's approvals list.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ EXPIRED = "approval_expired"
 VOIDED = "approval_voided"
 EVENT_TYPES = (REQUESTED, CLAIMED, DECIDED, EXPIRED, VOIDED)
 OMITTED = "left out of this event ({why}); GET the stream's approvals to see them"
+# What only the first event of an approval holds.
+ASKED = ("arguments", "prompt")
 
 
 def printable(value: Any) -> Any:
@@ -30,10 +38,13 @@ def printable(value: Any) -> Any:
 
 
 def event_of(log: EventLog, approval: Approval, event_type: str) -> dict[str, Any]:
-    """The event that tells clients of `approval`. Arguments the log cannot hold in one event
-    (too large, or not valid Unicode) are left out of it, saying so: the approval itself keeps
-    them, and `GET .../approvals` shows them."""
+    """The event that tells clients of `approval`: what was asked only in the first. Arguments
+    the log cannot hold in one event (too large, or not valid Unicode) are left out of it,
+    saying so: the approval itself keeps them, and `GET .../approvals` shows them."""
     data = approval.as_json()
+    if event_type != REQUESTED:
+        for name in ASKED:
+            del data[name]
     event: dict[str, Any] = {
         "stream": approval.stream,
         "type": event_type,
