@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+import sqlalchemy as sa
 
 from gateway_kit import EventLog, hookimpl
 from gateway_kit.app_runs.owned import owned_run
@@ -17,9 +18,10 @@ from gateway_kit.execution.bindings import bindings_of
 from gateway_kit.execution.decider import HeartbeatDecider, InvalidTmuxSession
 from gateway_kit.execution.decision_log import MAX_KEPT, DecisionLog
 from gateway_kit.execution.recorder import ExecutionRecorder
-from gateway_kit.execution.request_rows import RequestRows
+from gateway_kit.execution.request_rows import RECENT, RequestRows
 from gateway_kit.execution.settings import ExecutionSettings
 from gateway_kit.execution.state import Outcome, RequestRecord, State
+from gateway_kit.execution.tables import requests
 from gateway_kit.hooks import PluginContext, Plugins
 
 TMUX = "agent-1"
@@ -403,3 +405,21 @@ def test_evidence_stays_small_however_much_work_waits(log: EventLog) -> None:
     assert evidence["pending_approval_count"] == 300
     assert "approval-0002 and 297 more" in decision.detail
     assert len(orjson.dumps(decision.as_json())) < 4096
+
+
+def test_a_sessions_ended_requests_are_kept_to_what_its_state_is_folded_from(
+    log: EventLog,
+) -> None:
+    rows = RequestRows(log)
+    for n in range(100):
+        rows.write([ended(f"r{n:03}", 1000.0 + n, "stop")], process="p", now=1000.0 + n)
+    open_one = RequestRecord("open", TMUX, "p", "POST", "/x", 2000.0)
+    rows.write([open_one], process="p", now=2000.0)
+    with log.tables.engine.connect() as conn:
+        kept = conn.execute(
+            sa.select(sa.func.count()).select_from(requests).where(requests.c.tmux_session == TMUX)
+        ).scalar_one()
+    assert kept <= 2 * RECENT + 1
+    read = rows.read(TMUX, now=2001.0)
+    assert "open" in {record.request_id for record in read}
+    assert max(r.request_id for r in read if not r.open) == "r099"  # the newest answer stays

@@ -10,10 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.execution.claims import claims_of
 from gateway_kit.execution.settings import ExecutionSettings
+from gateway_kit.execution.tables import requests
 from gateway_kit.identity.tokens import ApiTokens
 
 from ..serving import serve_in_thread
@@ -222,3 +224,18 @@ def test_a_body_that_never_ends_from_someone_else_holds_nothing(
 
     with serve(log, pace) as base:
         asyncio.run(scenario(base))
+
+
+def test_requests_naming_sessions_nobody_holds_add_no_rows(log: EventLog, pace: Pace) -> None:
+    async def scenario(base: str) -> None:
+        async with httpx.AsyncClient(base_url=base, timeout=WAIT) as client:
+            for n in range(50):
+                headers = {"X-Tmux-Session-Id": f"probe-{n}"}
+                assert (await client.get("/status", headers=headers)).status_code == 200
+
+    with serve(log, pace) as base:
+        asyncio.run(scenario(base))
+    # The server has stopped: whatever its recorder had to write is written.
+    with log.tables.engine.connect() as conn:
+        written = conn.execute(sa.select(sa.func.count()).select_from(requests)).scalar_one()
+    assert written == 0
