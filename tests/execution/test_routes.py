@@ -222,3 +222,38 @@ def test_a_reader_that_authorize_subscription_lets_in_may_ask(log: EventLog) -> 
         assert shared.status_code == 200, shared.text
         unbound = client.get("/gateway/heartbeat/agent-z", headers=bearer(log, "carol"))
         assert unbound.status_code == 404
+
+
+def test_whoever_asks_about_any_session_the_answer_says_nothing_of_others(log: EventLog) -> None:
+    gateway = Gateway(log=log, load_entry_points=False, block_plugins=("tmux_pane",))
+    claims_of(log).claim("held-by-alice", "alice")
+    callers = {"alice": bearer(log, "alice"), "bob": bearer(log, "bob"), "nobody": {}}
+    names = st.one_of(
+        st.sampled_from(["held-by-alice", "agent-1", "%0", "held-by-alice:0", "x" * 256]),
+        st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1, max_size=40),
+    )
+    with serve_in_thread(gateway) as url, httpx.Client(base_url=url) as client:
+
+        @settings(max_examples=120, deadline=None, derandomize=True)
+        @given(name=names, caller=st.sampled_from(sorted(callers)), listing=st.booleans())
+        def check(name: str, caller: str, listing: bool) -> None:
+            assume(name not in {".", ".."})
+            path = "/gateway/heartbeat/" + quote(name, safe="") + ("/decisions" if listing else "")
+            written = all_decisions(log)
+            answer = client.get(path, headers=callers[caller])
+            assert answer.status_code < 500 and answer.headers["content-type"].startswith(
+                "application/json"
+            )
+            if caller == "nobody":
+                assert answer.status_code == 401  # before anything is looked up
+            elif tmux_session_problem(name) is not None:
+                assert answer.status_code == 400
+            elif name == "held-by-alice" and caller == "alice":
+                assert answer.status_code == 200
+                return
+            else:
+                assert answer.status_code == 404
+                assert answer.json()["error"] == "tmux_session_not_found"
+            assert all_decisions(log) == written  # a refused question decides nothing
+
+        check()
