@@ -9,7 +9,7 @@ META = "gateway_kit_meta"
 STREAM_HEADS = "gateway_kit_stream_heads"
 VERSION_TABLE = "gateway_kit_alembic_version"
 # The newest migration: a log whose version table says otherwise is upgraded on open.
-HEAD_REVISION = "0014"
+HEAD_REVISION = "0015"
 
 COLUMNS = "seq, stream, pos, run_id, type, data, upstream_event_id, created_at"
 
@@ -27,5 +27,8 @@ LISTENER_LOCK_CLASS = 0x676C
 # Whoever appends a run's terminal event holds (RUN_END_LOCK_CLASS, hashtext(run_id)) until
 # it commits, so two processes cannot both end one run.
 RUN_END_LOCK_CLASS = 0x6772
+# Whoever records a run a user starts holds (RUN_STARTER_LOCK_CLASS, hashtext(user_id)) until
+# it commits, so that two processes cannot both count that user's active runs below the limit.
+RUN_STARTER_LOCK_CLASS = 0x6775
 NOTIFY_CHANNEL = "gateway_kit_events"
 MIGRATION_LOCK_KEY = 0x676B_6D6967

@@ -32,6 +32,7 @@ class Run:
     message: str
     created_at: float
     finished_at: float | None = None
+    started_by: str | None = None  # the user who started it through the gateway
 
     @property
     def active(self) -> bool:

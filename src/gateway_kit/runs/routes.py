@@ -2,7 +2,8 @@
 
     POST {prefix}/streams/{stream}/runs   {"message": "...", "tmux_session"?: "..."}
                                           → {"run_id", ...}; 409 while the stream has an
-                                          active run
+                                          active run; 429 (``Retry-After``) while the user
+                                          has `max_active_runs_per_user` active runs
     POST {prefix}/runs/{run_id}/cancel    ask goose to stop the run
     GET  {prefix}/runs/{run_id}           the run: its status, its attempts (each with its
                                           goose request id), the seq of its terminal event and
@@ -19,7 +20,10 @@ A request that cannot be served is refused before anything is written: a body th
 (415 without a JSON content type, 413 above the size limit, 400 otherwise), a message that is not
 a non-empty string (400) or is larger than `max_message_bytes` (413), or a stream name or
 message the log cannot hold (400, or 413 when the message is too large for one event), a
-``tmux_session`` that no tmux session can have (400).
+``tmux_session`` that no tmux session can have (400), a user with as many active runs as one
+may have (429 ``too_many_runs``, with ``Retry-After``; `LifecycleSettings`). A goose that
+hands out a session id the gateway still uses for another stream's active run (its sessions
+were reset) is a 502 ``upstream_error``, and nothing is written.
 
 A run started for a tmux session (the body's ``tmux_session``, else the `resolve_tmux_session`
 hook's answer about the request) binds its stream to that session: the stream's active runs
@@ -65,11 +69,17 @@ from ..settings import (
 from ..types import ASGIApp
 from .model import Attempt, Run
 from .service import NO_RUN, RunService
+from .store import TooManyActiveRuns
 from .vetoes import GUARD_FAILED_FLAG
 
 RUN_ACTIVE = "run_active"
 RUN_NOT_FOUND = "run_not_found"
 INVALID_RUN = "invalid_run"
+TOO_MANY_RUNS = "too_many_runs"
+# Seconds a client refused for having too many active runs waits before it asks again: one of
+# its runs may have ended by then.
+RETRY_AFTER_SECONDS = 5
+RETRY_AFTER = (b"retry-after", str(RETRY_AFTER_SECONDS).encode("ascii"))
 UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 UPSTREAM_ERROR = "upstream_error"
 logger = logging.getLogger("gateway_kit.heartbeat")
@@ -227,7 +237,11 @@ class RunRoutes(RoutesMiddleware):
             return None
 
         try:
-            run = await service.start(request.path_params["stream"], message, admit=admit)
+            run = await service.start(
+                request.path_params["stream"], message, admit=admit, user=principal.user_id
+            )
+        except TooManyActiveRuns as exc:
+            raise HTTPError(429, TOO_MANY_RUNS, str(exc), [RETRY_AFTER]) from None
         except PayloadTooLarge as exc:
             raise HTTPError(413, PAYLOAD_TOO_LARGE, str(exc)) from None
         except InvalidEvent as exc:

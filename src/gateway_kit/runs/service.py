@@ -1,14 +1,17 @@
 """Starting and cancelling runs. A run belongs to the gateway: closing every client does not
-cancel it; only an explicit cancel does. One active run per stream, across processes."""
+cancel it; only an explicit cancel does. One active run per stream, and at most
+`LifecycleSettings.max_active_runs_per_user` per user, across processes."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 
 from ..exceptions import (
+    InvalidCredential,
     InvalidEvent,
     RunConflict,
     RunNotFound,
@@ -17,19 +20,36 @@ from ..exceptions import (
     UpstreamTimeout,
 )
 from ..identity.owners import StreamTaken
+from ..identity.tokens import check_user_id
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_WORKING_DIR
+from .bindings import SessionIdTaken
 from .events import CANCEL_REQUESTED, RUN_STARTED
 from .lifecycle import RunLifecycle
-from .model import Attempt, Run, RunStatus
+from .model import Attempt, Run, RunStatus, SessionBinding
 from .ports import Pumps, Upstream
-from .store import RunStore
+from .store import TOO_MANY_ACTIVE, RunStore, SessionMoved, TooManyActiveRuns
 
 REFUSED_ERROR = "the upstream refused the run: {error}"
 NO_RUN = "no run {run_id!r}"
 NUL_MESSAGE = "message holds a NUL character"
 CLAIM_RACE = "stream {stream!r} changed hands while the run started; try again"
+SESSION_RACE = "stream {stream!r} kept moving to other goose sessions while the run started"
+# Tries to record a run on the stream's session while another start takes that session's id
+# away (a goose that hands out its ids again): each try after the first makes a new session.
+BIND_TRIES = 3
+
+
+def starter_of(user_id: str) -> str:
+    """What a run records as its starter: the user id, or, for one the database cannot hold
+    as text (as a stream's owner could not be), its SHA-256, so that it is counted all the
+    same."""
+    try:
+        return check_user_id(user_id)
+    except InvalidCredential:
+        digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"sha256:{digest}"
 
 
 class RunService:
@@ -57,8 +77,14 @@ class RunService:
         message: str,
         *,
         admit: Callable[[str], Awaitable[str | None]] | None = None,
+        user: str | None = None,
     ) -> Run:
         """Start one agent turn in `stream`; `RunConflict` while another run is active there.
+        `user`, given, is who starts it: `TooManyActiveRuns` when that user has as many
+        active runs as one may (`LifecycleSettings.max_active_runs_per_user`), before
+        anything is written or asked of goose, and again in the transaction that records the
+        run, so that processes starting runs at once never pass it together (a start refused
+        by that second count leaves the stream's new goose session bound, for its next run).
 
         Everything the run will write is checked first: a stream name or message the log
         cannot hold raises `InvalidEvent` before a session is bound or a run recorded. Then
@@ -74,31 +100,35 @@ class RunService:
         # can: its data is JSON, where NUL is escaped). Refused on every backend alike.
         if "\x00" in message:
             raise InvalidEvent(NUL_MESSAGE)
+        max_active = self.lifecycle.settings.max_active_runs_per_user
+        starter = None if user is None else starter_of(user)
+        if starter is not None:
+            active = await asyncio.to_thread(self.store.active_count, starter)
+            if active >= max_active:
+                raise TooManyActiveRuns(TOO_MANY_ACTIVE.format(user=user, active=active))
         claim_for = await admit(stream) if admit is not None else None
         await self._settle_ended(stream)
-        binding = await asyncio.to_thread(self.store.binding, stream)
-        if binding is None:
-            session = await self.upstream.start_session(self.working_dir)
-            binding = await asyncio.to_thread(self.store.bind, stream, session.id)
-        run = Run(
-            run_id=run_id,
-            stream=stream,
-            session_id=binding.session_id,
-            upstream_request_id=str(uuid.uuid4()),  # the first attempt's: goose routes by it
-            status=RunStatus.ACTIVE,
-            attempt=1,
-            cancel_requested=False,
-            message=message,
-            created_at=time.time(),
-        )
-        # Recorded first: the database's one-active-run index settles races between processes.
-        try:
-            await asyncio.to_thread(self.store.create, run, claim_for)
-        except StreamTaken:
-            # Written to, or taken, since `admit` looked: it decides again, on what is there.
-            if admit is None or await admit(stream) is not None:
-                raise RunConflict(CLAIM_RACE.format(stream=stream)) from None
-            await asyncio.to_thread(self.store.create, run)
+        for _ in range(BIND_TRIES):
+            binding = await self._binding(stream)
+            run = Run(
+                run_id=run_id,
+                stream=stream,
+                session_id=binding.session_id,
+                upstream_request_id=str(uuid.uuid4()),  # the first attempt's: goose routes by it
+                status=RunStatus.ACTIVE,
+                attempt=1,
+                cancel_requested=False,
+                message=message,
+                created_at=time.time(),
+                started_by=starter,
+            )
+            try:
+                await self._record(run, claim_for, max_active, admit)
+            except SessionMoved:
+                continue
+            break
+        else:
+            raise RunConflict(SESSION_RACE.format(stream=stream))
         try:
             await self.log.aappend(stream, RUN_STARTED, started, run_id=run_id)
         except BaseException:
@@ -116,6 +146,45 @@ class RunService:
             raise
         self.pumps.ensure(binding.session_id)
         return run
+
+    async def _binding(self, stream: str) -> SessionBinding:
+        """The goose session serving `stream`, started now if it has none. A session id that
+        still serves another stream's active run (goose handed it out again) is an
+        `UpstreamError`: goose's answer cannot be used."""
+        binding = await asyncio.to_thread(self.store.binding, stream)
+        if binding is not None:
+            return binding
+        session = await self.upstream.start_session(self.working_dir)
+        # goose ids of this session come after every event written so far: none of the
+        # stream's older events (another session's) is ever sent to it as a cursor, and its
+        # approvals are told from those of an earlier session that had the same id.
+        newest = await self.log.alatest()
+        after = 0 if newest is None else newest.seq
+        try:
+            return await asyncio.to_thread(self.store.bind, stream, session.id, after)
+        except SessionIdTaken as exc:
+            raise UpstreamError(str(exc)) from None
+
+    async def _record(
+        self,
+        run: Run,
+        claim_for: str | None,
+        max_active: int,
+        admit: Callable[[str], Awaitable[str | None]] | None,
+    ) -> None:
+        """Record `run`, first of all: the database's one-active-run index settles races
+        between processes, as the count of its starter's active runs does."""
+
+        def create(claiming: str | None) -> None:
+            self.store.create(run, claiming, max_active=max_active, bound=True)
+
+        try:
+            await asyncio.to_thread(create, claim_for)
+        except StreamTaken:
+            # Written to, or taken, since `admit` looked: it decides again, on what is there.
+            if admit is None or await admit(run.stream) is not None:
+                raise RunConflict(CLAIM_RACE.format(stream=run.stream)) from None
+            await asyncio.to_thread(create, None)
 
     async def _settle_ended(self, stream: str) -> None:
         """`RunConflict` while the stream's run is active; a run whose terminal event is in the

@@ -14,6 +14,7 @@ from ..hooks.results import RECOVERY_TRY_MARK
 from ..identity.owners import claim
 from ..log import Event
 from ..log.event import ERROR
+from ..log.schema import RUN_STARTER_LOCK_CLASS
 from ..log.transaction import Transaction
 from .bills import BILL, Bills, idempotency_key
 from .bindings import SessionBindings
@@ -33,6 +34,7 @@ def _run(row: Any) -> Run:
         message=row.message,
         created_at=row.created_at,
         finished_at=row.finished_at,
+        started_by=row.started_by,
     )
 
 
@@ -99,6 +101,18 @@ END = (
     .where(runs.c.status == ACTIVE)
     .values(status=sa.bindparam("end_status"), finished_at=sa.bindparam("end_at"))
 )
+ACTIVE_OF_STARTER = (
+    sa.select(sa.func.count())
+    .select_from(runs)
+    .where(runs.c.started_by == sa.bindparam("user"), runs.c.status == ACTIVE)
+)
+# SQL text, since SQLAlchemy has no construct for PostgreSQL's advisory locks.
+LOCK_STARTER = sa.text(f"SELECT pg_advisory_xact_lock({RUN_STARTER_LOCK_CLASS}, hashtext(:user))")
+TOO_MANY_ACTIVE = (
+    "{user!r} has {active} active run(s), the most one user may have at once; "
+    "start another once one has ended"
+)
+SESSION_MOVED = "stream {stream!r} moved to another goose session while the run started"
 REQUEST_CANCEL = (
     runs.update()
     .where(runs.c.run_id == sa.bindparam("run_id"))
@@ -111,6 +125,14 @@ class _NotGoingOn(Exception):
     """The run ended or was asked to stop: its next attempt is not recorded."""
 
 
+class TooManyActiveRuns(Exception):
+    """The user who starts a run has as many active runs as one user may: none is recorded."""
+
+
+class SessionMoved(Exception):
+    """The stream's goose session changed since the run was made for it: none is recorded."""
+
+
 class RunStore(SessionBindings, Bills):
     """Runs and their attempts; with the stream → session bindings (`bindings.py`) and the
     bills (`bills.py`).
@@ -120,11 +142,21 @@ class RunStore(SessionBindings, Bills):
 
     # --- runs ------------------------------------------------------------------------------
 
-    def create(self, run: Run, claim_for: str | None = None) -> Run:
+    def create(
+        self,
+        run: Run,
+        claim_for: str | None = None,
+        *,
+        max_active: int | None = None,
+        bound: bool = False,
+    ) -> Run:
         """Record a new active run; `RunConflict` if the stream already has one. With
         `claim_for`, the same transaction makes that user the stream's owner, which it must
         still be free to take (`StreamTaken` otherwise): a run that is not recorded claims
-        nothing."""
+        nothing. With `max_active`, the run's starter (`run.started_by`) must have fewer
+        active runs (`TooManyActiveRuns` otherwise), counted under a lock of that user, so
+        that processes starting runs at once never pass it together. With `bound`, the stream
+        must still be bound to the run's session (`SessionMoved` otherwise)."""
         values = {
             "run_id": run.run_id,
             "stream": run.stream,
@@ -135,6 +167,7 @@ class RunStore(SessionBindings, Bills):
             "cancel_requested": run.cancel_requested,
             "message": run.message,
             "created_at": run.created_at,
+            "started_by": run.started_by,
         }
         first = {
             "run_id": run.run_id,
@@ -146,6 +179,10 @@ class RunStore(SessionBindings, Bills):
         }
         try:
             with self.tables.transaction() as conn:
+                if max_active is not None and run.started_by is not None:
+                    self._check_active(conn, run.started_by, max_active)
+                if bound and not self.still_bound(conn, run.stream, run.session_id):
+                    raise SessionMoved(SESSION_MOVED.format(stream=run.stream))
                 if claim_for is not None:
                     claim(conn, run.stream, claim_for)
                 conn.execute(runs.insert().values(**values))
@@ -153,6 +190,19 @@ class RunStore(SessionBindings, Bills):
         except sa.exc.IntegrityError as exc:
             raise RunConflict(f"stream {run.stream!r} already has an active run") from exc
         return run
+
+    def _check_active(self, conn: sa.Connection, user: str, max_active: int) -> None:
+        # On SQLite the transaction holds the database's write lock from its start (BEGIN
+        # IMMEDIATE): no other run is recorded between this count and the commit.
+        if conn.dialect.name == "postgresql":
+            conn.execute(LOCK_STARTER, {"user": user})
+        active = conn.execute(ACTIVE_OF_STARTER, {"user": user}).scalar_one()
+        if active >= max_active:
+            raise TooManyActiveRuns(TOO_MANY_ACTIVE.format(user=user, active=active))
+
+    def active_count(self, user: str) -> int:
+        """How many runs `user` started are active."""
+        return int(self._rows(ACTIVE_OF_STARTER, {"user": user})[0][0])
 
     def add_attempt(
         self,

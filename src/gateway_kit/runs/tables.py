@@ -1,4 +1,4 @@
-"""Table objects for the rows beside the log (made by migrations 0002 and 0007)."""
+"""Table objects for the rows beside the log (made by migrations 0002, 0007 and 0015)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ runs = sa.Table(
     sa.Column("message", sa.Text, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("finished_at", sa.Float),
+    sa.Column("started_by", sa.Text),  # the user who started it (migration 0015)
 )
 
 attempts = sa.Table(
