@@ -36,21 +36,21 @@ unbound, and the run starts.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from ..exceptions import (
-import logging
     InvalidCredential,
     InvalidEvent,
     PayloadTooLarge,
     RunConflict,
     RunNotFound,
+    TmuxSessionTaken,
     UpstreamError,
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-    TmuxSessionTaken,
 from ..execution.bindings import bindings_of
 from ..execution.names import tmux_session_problem
 from ..hooks import Plugins
@@ -72,21 +72,23 @@ from .service import NO_RUN, RunService
 from .store import TooManyActiveRuns
 from .vetoes import GUARD_FAILED_FLAG
 
+logger = logging.getLogger("gateway_kit.heartbeat")
+
 RUN_ACTIVE = "run_active"
-RUN_NOT_FOUND = "run_not_found"
-INVALID_RUN = "invalid_run"
 TOO_MANY_RUNS = "too_many_runs"
 # Seconds a client refused for having too many active runs waits before it asks again: one of
 # its runs may have ended by then.
 RETRY_AFTER_SECONDS = 5
 RETRY_AFTER = (b"retry-after", str(RETRY_AFTER_SECONDS).encode("ascii"))
+RUN_NOT_FOUND = "run_not_found"
+INVALID_RUN = "invalid_run"
 UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 UPSTREAM_ERROR = "upstream_error"
-logger = logging.getLogger("gateway_kit.heartbeat")
-
 UPSTREAM_TIMEOUT = "upstream_timeout"
 NO_UPSTREAM = "no_upstream"
 INVALID_USER = "invalid_user"
+TMUX_SESSION_TAKEN = "tmux_session_taken"
+NOT_BOUND = "stream %r is not bound to tmux session %r, which its request named: %s"
 NOT_AN_OWNER = "{error}: this user cannot own a stream, and may not use this one"
 BODY_MESSAGE = 'the body must be a JSON object with a non-empty string "message"'
 MESSAGE_TOO_LARGE = "the message is larger than {limit} bytes (UTF-8)"
@@ -97,8 +99,6 @@ def run_json(
     run: Run,
     attempts: Sequence[Attempt] = (),
     terminal_seq: int | None = None,
-TMUX_SESSION_TAKEN = "tmux_session_taken"
-NOT_BOUND = "stream %r is not bound to tmux session %r, which its request named: %s"
     guard_failed: bool = False,
 ) -> dict[str, Any]:
     return {
@@ -188,6 +188,7 @@ class RunRoutes(RoutesMiddleware):
             limit = self.max_message_bytes
             raise HTTPError(413, PAYLOAD_TOO_LARGE, MESSAGE_TOO_LARGE.format(limit=limit))
         tmux_session = body.get("tmux_session")
+        asked_for = tmux_session is not None
         if tmux_session is None:
             tmux_session = self.plugins.resolve_tmux_session(request.scope)
         else:
@@ -198,7 +199,6 @@ class RunRoutes(RoutesMiddleware):
         owners = self.owners
 
         async def admit(stream: str) -> str | None:
-        asked_for = tmux_session is not None
             owner = await authorized(stream)
             if tmux_session is not None:  # only once the principal may use the stream
                 bind = bindings_of(service.log).bind
