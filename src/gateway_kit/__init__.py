@@ -44,7 +44,7 @@ from .execution.settings import ExecutionSettings
 from .execution.state import ExecutionState
 from .execution.tmux import Tmux, TmuxError
 from .gateway import Gateway
-from .hooks import GuardVeto, PluginContext, Plugins, RecoveryPlan, hookimpl
+from .hooks import GuardFailure, GuardVeto, PluginContext, Plugins, RecoveryPlan, hookimpl
 from .http.fallback import PrefixNotFound
 from .http.lifespan import Lifespan, Work
 from .http.middleware import Middleware
@@ -89,6 +89,7 @@ __all__ = [
     "GatewayKitError",
     "GatewaySettings",
     "GooseUpstream",
+    "GuardFailure",
     "GuardVeto",
     "HeartbeatDecider",
     "HeartbeatDecision",

@@ -206,13 +206,21 @@ def test_with_no_guard_loaded_a_run_ends_as_it_always_did(log: EventLog) -> None
         assert ended is not None and log.run_end("r-1") == ended
 
 
-def test_a_guard_that_raises_is_logged_and_passes_as_the_lifecycles_do(
+def test_a_guard_that_raises_is_logged_and_ends_the_run_flagged_at_once_as_the_lifecycles_does(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with owned_run(log, stream=STREAM, run_id="r-1", guards=guards(RaisingGuard())) as run:
+    calls: list[str] = []
+    with owned_run(
+        log,
+        stream=STREAM,
+        run_id="r-1",
+        guards=guards(RaisingGuard()),
+        follow_up=writer(log, calls),
+    ) as run:
         run.append("Message", {"text": "hello"})
     end = log.run_end("r-1")
-    assert end is not None and end.type == "Finish" and end.data == {}
+    assert end is not None and end.type == "Finish" and end.data == {"guard_failed": True}
+    assert calls == []  # no follow-up: the agent cannot mend a guard that failed
     assert any(
         "RaisingGuard" in r.getMessage() and r.levelno >= logging.ERROR for r in caplog.records
     )
@@ -226,7 +234,7 @@ def test_a_raising_guard_does_not_hide_another_guards_veto(log: EventLog) -> Non
     assert [e.type for e in events_of(log, "r-1")][-2:] == ["guard_failed", "Finish"]
 
 
-def test_a_guard_that_hangs_is_left_after_the_hook_timeout_as_the_lifecycles_is(
+def test_a_guard_that_hangs_is_left_after_the_hook_timeout_and_fails_as_the_lifecycles_does(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
     guard = HangingGuard()
@@ -237,7 +245,7 @@ def test_a_guard_that_hangs_is_left_after_the_hook_timeout_as_the_lifecycles_is(
     finally:
         guard.release.set()
     end = log.run_end("r-1")
-    assert end is not None and end.type == "Finish" and end.data == {}
+    assert end is not None and end.type == "Finish" and end.data == {"guard_failed": True}
     messages = [r.getMessage() for r in caplog.records]
     assert any("did not answer finish_guard within 0.2 s" in m for m in messages)
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from gateway_kit.hooks import PROJECT, REFUSED, hookspecs
-from gateway_kit.hooks.policy import RAISE, RETRY, HookPolicy, policy_of
+from gateway_kit.hooks.policy import RAISE, RETRY, FailedAs, HookPolicy, policy_of
 
 TESTS = Path(__file__).resolve().parents[1]
 DOCS = TESTS.parent / "docs" / "plugins.md"
@@ -118,6 +118,8 @@ def failure_value_in_words(policy: HookPolicy) -> str:
         return "a refusal"
     if on_failure is RAISE or on_failure is RETRY:
         return "none"  # no value stands for the answer: the call stops, or is made again
+    if isinstance(on_failure, FailedAs):
+        return on_failure.described  # a value made for each failure
     return f"`{on_failure!r}`"
 
 
@@ -138,7 +140,7 @@ def failures_table() -> dict[str, str]:
 def test_the_failure_values_are_read_from_the_specs() -> None:
     assert declared_failure("resolve_principal") == "a refusal"
     assert declared_failure("authorize_subscription") == "`False`"
-    assert declared_failure("finish_guard") == "`None`"
+    assert declared_failure("finish_guard") == "a `GuardFailure`"
 
 
 @pytest.mark.parametrize("hook", sorted(SPECS))

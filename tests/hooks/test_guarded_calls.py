@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from gateway_kit import ANONYMOUS, EventLog, Gateway, GuardVeto, PluginError, RecoveryPlan
+from gateway_kit import (
+    ANONYMOUS,
+    EventLog,
+    Gateway,
+    GuardFailure,
+    GuardVeto,
+    PluginError,
+    RecoveryPlan,
+)
 from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.hooks import REFUSED
 
@@ -47,7 +55,7 @@ def logged(caplog: pytest.LogCaptureFixture, plugin_name: str, hook: str) -> boo
 # --- finish guards ---------------------------------------------------------------------------
 
 
-def test_finish_guard_every_guard_is_asked_and_a_raising_one_is_logged(
+def test_finish_guard_every_guard_is_asked_and_a_raising_one_is_logged_as_failed(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
     def veto(run: object, events: list[object]) -> GuardVeto:
@@ -63,18 +71,22 @@ def test_finish_guard_every_guard_is_asked_and_a_raising_one_is_logged(
         plugin("lenient-guard", finish_guard=passes),
     )
     answers = gw.plugins.hook.finish_guard(run={"run_id": "r1"}, events=[])
-    assert answers == [GuardVeto("no page was written", ("index.html",))]
+    # A guard that raised checked nothing: it never passes the run.
+    failed = GuardFailure.of("broken-guard", "raised RuntimeError")
+    assert sorted(answers, key=repr) == [failed, GuardVeto("no page was written", ("index.html",))]
     assert logged(caplog, "broken-guard", "finish_guard")
 
 
-def test_finish_guard_answering_something_else_than_a_veto_is_logged(
+def test_finish_guard_answering_something_else_than_a_veto_is_logged_as_failed(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
     def nonsense(run: object, events: list[object]) -> str:
         return "looks fine to me"
 
     gw = gateway(log, plugin("chatty-guard", finish_guard=nonsense))
-    assert gw.plugins.hook.finish_guard(run={}, events=[]) == []
+    [failed] = gw.plugins.hook.finish_guard(run={}, events=[])
+    assert isinstance(failed, GuardFailure) and failed.plugin == "chatty-guard"
+    assert "'looks fine to me'" in failed.reason
     assert logged(caplog, "chatty-guard", "finish_guard")
 
 

@@ -1,5 +1,6 @@
-"""A finish guard that never returns holds up no other run and no bill: the guard counts as
-passed after the hook timeout (logged with its name), and `bill_run` has threads of its own."""
+"""A finish guard that never returns holds up no other run and no bill: after the hook timeout
+it counts as failed (logged with its name; its runs end ``guard_failed``, never as delivered),
+and `bill_run` has threads of its own."""
 
 from __future__ import annotations
 
@@ -58,8 +59,10 @@ def test_a_hanging_finish_guard_leaves_other_runs_their_end_and_every_run_its_bi
             stuck = [await start_run(client, "go", stream=f"stuck-{n}") for n in range(STUCK_RUNS)]
             await until(lambda: guard.entered >= LIFECYCLE_THREADS)
             others = [await start_run(client, "go", stream=f"free-{n}") for n in range(OTHER_RUNS)]
-            for run_id in others + stuck:
-                await wait_status(client, run_id, "finished")
+            for run_id in others:
+                assert (await wait_status(client, run_id, "finished"))["guard_failed"] is False
+            for run_id in stuck:
+                assert (await wait_status(client, run_id, "finished"))["guard_failed"] is True
             await until(
                 lambda: len(ledger.billed) == STUCK_RUNS + OTHER_RUNS,
                 failure=lambda: f"bills delivered: {sorted(ledger.billed)}",

@@ -5,11 +5,11 @@
 
 When the app's turn ends (its block is left normally; a `Finish` the block appends is held back
 until then), the gateway's `finish_guard` plugins are asked, with the run and its events, in the
-plugins' lifecycle threads and within the lifecycle's `hook_timeout`; a guard that raises or
-does not answer in time is logged and counts as passing, as for the runs the gateway drives. A
-veto calls ``follow_up(prompt)`` in the app's thread: the app runs another turn of the same run,
-told exactly what is missing (`follow_up_prompt`), after a `FollowUpStarted` event; then the
-guards are asked again. Past `max_follow_ups`, or with no `follow_up` to call, the run gets a
+plugins' lifecycle threads and within the lifecycle's `hook_timeout`. A veto calls
+``follow_up(prompt)`` in the app's thread: the app runs another turn of the same run, told
+exactly what is missing (`follow_up_prompt`), after a `FollowUpStarted` event; then the guards
+are asked again. Past `max_follow_ups`, with no `follow_up` to call, or at once when a guard
+raised or did not answer in time (logged; it checked nothing), the run gets a
 `guard_failed` event and a warning in the log, then its `Finish` flagged ``"guard_failed":
 true`` (`gateway_kit.runs.vetoes`, shared with the lifecycle).
 """
@@ -30,7 +30,7 @@ from ..runs.follow_ups import follow_up_prompt
 from ..runs.lifecycle_settings import LifecycleSettings
 from ..runs.model import RunStatus
 from ..runs.reading import RunEvents
-from ..runs.vetoes import flagged_finish, follow_up_started, guards_gave_up
+from ..runs.vetoes import any_failed, flagged_finish, follow_up_started, guards_gave_up
 
 # follow_up(prompt): the app's next turn of the same run, in the thread that wrote the last.
 FollowUp = Callable[[str], None]
@@ -137,7 +137,8 @@ class TurnGuards:
                 end(FINISH, self.finish, ())
                 return
             prompt, reasons, missing = follow_up_prompt(vetoes)
-            if self.follow_up is None or follow_ups >= self.guards.max_follow_ups:
+            gave_up = follow_ups >= self.guards.max_follow_ups or any_failed(vetoes)
+            if self.follow_up is None or gave_up:
                 failed = guards_gave_up(self.run_id, reasons, missing, follow_ups)
                 before = [{"stream": self.stream, "type": GUARD_FAILED, "data": failed}]
                 end(FINISH, flagged_finish(self.finish), before)

@@ -149,7 +149,7 @@ class Gateway:
         are measured from the times in the database, so they hold across restarts.
     :param plugin_hung_limit: calls one plugin may have hung (past their timeout, still
         running in their threads) before it is no longer asked: its hooks then answer their
-        failure value at once (a refusal, a guard that passed, a bill delivered later), logged
+        failure value at once (a refusal, a guard that failed, a bill delivered later), logged
         with its name, until one of those calls returns. Other plugins are asked as before.
     :param body_timeout: seconds a client may take to send a request body, to the gateway's
         routes or the wrapped WSGI app (a 408 after it). A WSGI app gets a request once its

@@ -5,7 +5,7 @@ from .loading import BUILT_IN, ENTRY_POINT, ENTRY_POINT_GROUP, PASSED_IN, Plugin
 from .manager import PluginInfo, Plugins
 from .markers import PROJECT, hookimpl, hookspec
 from .policy import REFUSED
-from .results import GuardVeto, RecoveryPlan
+from .results import GuardFailure, GuardVeto, RecoveryPlan
 
 __all__ = [
     "BUILT_IN",
@@ -14,6 +14,7 @@ __all__ = [
     "PASSED_IN",
     "PROJECT",
     "REFUSED",
+    "GuardFailure",
     "GuardVeto",
     "PluginContext",
     "PluginInfo",

@@ -28,12 +28,13 @@ from .policy import (
     RAISE,
     REFUSED,
     RETRY,
+    FailedAs,
     answers,
     anything,
     one_of,
     optional,
 )
-from .results import GuardVeto, RecoveryPlan
+from .results import GuardFailure, GuardVeto, RecoveryPlan
 
 if TYPE_CHECKING:
     from ..log.event import Event
@@ -54,11 +55,15 @@ def allowed_or_refused(value: object) -> bool:
     return value is None or isinstance(value, bool)
 
 
+# A guard that failed did not check the run: it must not pass a claim it never looked at.
+GUARD_FAILED = FailedAs(GuardFailure.of, "a `GuardFailure`")
+
+
 # --- finish guards ---------------------------------------------------------------------------
 
 
 @hookspec
-@answers(optional(GuardVeto), "None or a GuardVeto", pool=LIFECYCLE_POOL)
+@answers(optional(GuardVeto), "None or a GuardVeto", on_failure=GUARD_FAILED, pool=LIFECYCLE_POOL)
 def finish_guard(run: Any, events: Sequence[Event]) -> GuardVeto | None:
     """Check that a run really did what its upstream ``Finish`` claims.
 
@@ -66,9 +71,11 @@ def finish_guard(run: Any, events: Sequence[Event]) -> GuardVeto | None:
     look at files); every guard is asked, and any veto wins: the run gets a follow-up turn in
     the same goose session naming the vetoes' reasons and missing items, then the guards are
     asked again. Past the lifecycle's ``max_follow_ups`` the run gets a ``guard_failed`` event
-    and then its ``Finish``. The runs an app writes itself are asked alike when the app's turn
-    ends (``owned_run(..., guards=gateway.run_guards, follow_up=...)``); their follow-up turn is
-    the app's.
+    and then its ``Finish``. A guard that raises, answers something else, or does not answer
+    within the lifecycle's ``hook_timeout`` counts as a `GuardFailure` (a veto naming it): it
+    checked nothing, so the run ends ``guard_failed`` at once, without a follow-up. The runs an
+    app writes itself are asked alike when the app's turn ends (``owned_run(...,
+    guards=gateway.run_guards, follow_up=...)``); their follow-up turn is the app's.
 
     :param run: the run (``run_id``, ``stream``, ``status``, ``attempt``, ...).
     :param events: the run's events so far, oldest first (goose's ``Finish`` is among them as

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import PluginUnavailable
-from .policy import CURRENT_CALL, RETRY, CallProgress, HookPolicy, logger
+from .policy import CURRENT_CALL, HUNG_HOW, RETRY, CallProgress, HookPolicy, logger
 
 DEFAULT_LIMIT = 32
 TOO_MANY_HUNG = (
@@ -109,4 +109,4 @@ def _failed(policy: HookPolicy, plugin: str, hook: str, hung: HungCalls, progres
             progress.failed.append(plugin)
         return None
     logger.error(TOO_MANY_HUNG, plugin, hung.count(plugin), hook, on_failure)
-    return on_failure
+    return policy.failure(plugin, HUNG_HOW)

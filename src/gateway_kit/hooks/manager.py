@@ -32,13 +32,14 @@ from .policy import (
     IDENTITY_POOL,
     LIFECYCLE_POOL,
     REFUSED,
+    TOO_SLOW_HOW,
     CallProgress,
     HookFailed,
     Refused,
     logger,
 )
 from .registry import Registry, hook_policy
-from .results import GuardVeto, RecoveryPlan
+from .results import GuardFailure, GuardVeto, RecoveryPlan
 from .threads import HookThreads, NotStarted
 
 if TYPE_CHECKING:
@@ -270,10 +271,22 @@ class Plugins:
     async def finish_guard(
         self, run: Any, events: Sequence[Event], *, timeout: float
     ) -> list[GuardVeto]:
-        """Every guard's veto of `run`'s ``Finish``: none when no guard is registered, or when
-        the guards did not answer within `timeout` (the run goes on as if they had passed)."""
-        answers = await self._within(self.hook.finish_guard, timeout, run=run, events=events)
-        return [answer for answer in answers or () if isinstance(answer, GuardVeto)]
+        """Every guard's veto of `run`'s ``Finish`` (none when no guard is registered). Guards
+        that did not answer within `timeout` checked nothing: a `GuardFailure` naming the
+        guard they were in, never a pass."""
+        hook = self.hook.finish_guard
+        if not hook.get_hookimpls():
+            return []
+        progress = CallProgress()
+        try:
+            answers = await self._run(hook, progress, lambda: hook(run=run, events=events), timeout)
+        except TimeoutError:
+            if progress.plugin is None:
+                logger.error(NO_THREAD, hook.name, timeout)
+            else:
+                logger.error(SLOW_HOOK, progress.plugin, hook.name, timeout)
+            return [GuardFailure.of(progress.plugin, TOO_SLOW_HOW.format(timeout=timeout))]
+        return [answer for answer in answers if isinstance(answer, GuardVeto)]
 
     async def classify_error(self, error: str, run: Any, *, timeout: float) -> str | None:
         """The class of `error`, or None (also when no plugin answered within `timeout`)."""

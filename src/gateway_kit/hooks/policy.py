@@ -5,13 +5,15 @@ nowhere else: the manager reads it there, and so does the test that holds docs/p
 
 Every hook implementation runs inside `guarded`: an exception, an answer its hook cannot use, or
 (for `timed` hooks) an answer slower than the plugin timeout is logged with the plugin's and the
-hook's name and replaced by the hook's failure value. Three failure values are more than a
+hook's name and replaced by the hook's failure value. Four failure values are more than a
 value: `REFUSED` (the request is refused, no other resolver asked), `RAISE` (the start-up
-stops, naming the plugin) and `RETRY` (the other plugins are still called, then the whole call
-raises `HookFailed`, to be made again later). A hook that `unavailable_raises` lets
-`DatabaseUnavailable` through: that is no verdict on the request, which is answered 503 (try
-again), not refused; so is `PluginUnavailable`, raised for such a hook when the gateway cannot
-ask a plugin at all (no thread free in time, or the plugin has too many calls hung).
+stops, naming the plugin), `RETRY` (the other plugins are still called, then the whole call
+raises `HookFailed`, to be made again later) and a `FailedAs` (a value made for each failure,
+naming the plugin and how it failed: a finish guard's `GuardFailure`). A hook that
+`unavailable_raises` lets `DatabaseUnavailable` through: that is no verdict on the request,
+which is answered 503 (try again), not refused; so is `PluginUnavailable`, raised for such a
+hook when the gateway cannot ask a plugin at all (no thread free in time, or the plugin has too
+many calls hung).
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ NONSENSE = "plugin %r answered %r to hook %s, which expects %s; counted as %r"
 TOO_SLOW = "plugin %r took %.3g s to answer hook %s, over the plugin timeout of %g s; counted as %r"
 UNAVAILABLE = "plugin %r could not reach the database in hook %s; the request is answered 503"
 CONFIG_FAILED = "plugin {name!r} refused its settings: {error}"
+# How a plugin failed, as a `FailedAs` value is told.
+RAISED_HOW = "raised {kind}"
+NONSENSE_HOW = "answered {answer!r:.80} where {expects} was expected"
+TOO_SLOW_HOW = "did not answer within {timeout:g} s"
+HUNG_HOW = "has too many calls hung to be asked"
 
 
 class HookFailed(Exception):
@@ -69,6 +76,18 @@ POLICY_ATTRIBUTE = "gateway_kit_policy"
 
 
 @dataclass(frozen=True, slots=True)
+class FailedAs:
+    """A failure value made for each failure: ``make(plugin, how)``, where `how` says how the
+    plugin failed ("raised OSError", ...). Named `described` in the log and the docs."""
+
+    make: Callable[[str, str], object]
+    described: str
+
+    def __repr__(self) -> str:
+        return self.described
+
+
+@dataclass(frozen=True, slots=True)
 class HookPolicy:
     """How a hook is called, and what an implementation that fails counts as answering."""
 
@@ -79,6 +98,11 @@ class HookPolicy:
     # `DatabaseUnavailable` reaches the caller rather than counting as a failure.
     unavailable_raises: bool = False
     pool: str = HOOK_POOL  # the threads its calls run in
+
+    def failure(self, plugin: str, how: str) -> object:
+        """What `plugin`'s implementation, failing as `how` says, counts as answering."""
+        on_failure = self.on_failure
+        return on_failure.make(plugin, how) if isinstance(on_failure, FailedAs) else on_failure
 
 
 def anything(value: object) -> bool:
@@ -178,13 +202,14 @@ def guarded(
                     progress.failed.append(plugin)
                 return None
             logger.exception(RAISED, plugin, hook, on_failure)
-            return on_failure
+            return policy.failure(plugin, RAISED_HOW.format(kind=type(exc).__name__))
         if answer is not None and not accepts(answer):  # None is every hook's "no answer"
             logger.error(NONSENSE, plugin, answer, hook, policy.expects, on_failure)
-            return on_failure
+            how = NONSENSE_HOW.format(answer=answer, expects=policy.expects)
+            return policy.failure(plugin, how)
         if timed and (elapsed := clock() - started) > timeout:
             logger.error(TOO_SLOW, plugin, elapsed, hook, timeout, on_failure)
-            return on_failure
+            return policy.failure(plugin, TOO_SLOW_HOW.format(timeout=timeout))
         return answer
 
     call.__wrapped__ = function  # type: ignore[attr-defined]

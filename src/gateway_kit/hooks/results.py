@@ -27,6 +27,23 @@ class GuardVeto:
         object.__setattr__(self, "missing", tuple(str(item) for item in self.missing))
 
 
+# The reason of a `GuardFailure`: the guard's name and how it failed.
+GUARD_FAILED_REASON = "the finish guard {plugin!r} could not check the answer: it {how}"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardFailure(GuardVeto):
+    """What a finish guard that failed (raised, answered something else than ``None`` or a
+    `GuardVeto`, or did not answer in time) counts as: a veto no follow-up turn can lift, for
+    the guard did not check what it was asked to. The run ends ``guard_failed`` at once."""
+
+    plugin: str | None = None
+
+    @classmethod
+    def of(cls, plugin: str | None, how: str) -> GuardFailure:
+        return cls(GUARD_FAILED_REASON.format(plugin=plugin or "unknown", how=how), (), plugin)
+
+
 @dataclass(frozen=True, slots=True)
 class RecoveryPlan:
     """A `plan_recovery` answer: how a run tries again after a classified upstream error.

@@ -1,9 +1,10 @@
 """What follows goose's `Finish` or `Error` for a run's current attempt (`RunDecisions`).
 
 - goose's `Finish`: every `finish_guard` is asked. A veto starts a follow-up turn in the same
-  goose session (`follow_ups.py`); after it the guards are asked again. Past `max_follow_ups`
-  the run gets a `guard_failed` event and a warning in the log, then its `Finish`. A cancelled
-  run ends without asking the guards.
+  goose session (`follow_ups.py`); after it the guards are asked again. Past `max_follow_ups`,
+  or at once when a guard failed (raised, answered nonsense, did not answer in time: a
+  `GuardFailure`), the run gets a `guard_failed` event and a warning in the log, then its
+  `Finish`. A cancelled run ends without asking the guards.
 - goose's `Error`, or an upstream failure: the error is classified by `classify_error`, and
   `plan_recovery` may answer a `RecoveryPlan`. Each kind of recovery runs at most its plan's
   `retries` times per run (once, by default); the previous goose request is cancelled first.
@@ -32,7 +33,7 @@ from .follow_ups import follow_up_prompt
 from .model import Attempt, AttemptKind, Run, RunStatus
 from .reading import RunEvents, read_all
 from .tool_overrides import without_tools
-from .vetoes import flagged_finish, follow_up_started, guards_gave_up
+from .vetoes import any_failed, flagged_finish, follow_up_started, guards_gave_up
 
 if TYPE_CHECKING:
     from .lifecycle import RunLifecycle
@@ -77,7 +78,7 @@ class RunDecisions:
         prompt, reasons, missing = follow_up_prompt(vetoes)
         attempts = await asyncio.to_thread(self.store.attempts, run.run_id)
         follow_ups = sum(1 for a in attempts if a.kind is AttemptKind.FOLLOW_UP)
-        if follow_ups < self.settings.max_follow_ups:
+        if follow_ups < self.settings.max_follow_ups and not any_failed(vetoes):
             await self._follow_up(run, prompt, reasons, missing)
             return
         failed = guards_gave_up(run.run_id, reasons, missing, follow_ups)

@@ -2,6 +2,8 @@
 writes itself (`owned_run`): the `FollowUpStarted` event of each follow-up turn and, once the
 guards have given up, the `guard_failed` event, a warning in the log, and a `Finish` whose data
 says ``"guard_failed": true`` (a client reading only a run's end never sees a plain success).
+Guards give up past the follow-up budget, or at once when a guard failed (`GuardFailure`): it
+checked nothing, and no follow-up turn of the agent can change that.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..hooks.results import GuardFailure, GuardVeto
 from .events import GUARD_FAILED
 
 logger = logging.getLogger("gateway_kit.runs")
@@ -17,6 +20,11 @@ logger = logging.getLogger("gateway_kit.runs")
 # The key of a run's Finish data that says its guards gave up.
 GUARD_FAILED_FLAG = "guard_failed"
 GUARD_FAILED_WARNING = "run %s: finish guards still vetoed after %d follow-up(s): %s"
+
+
+def any_failed(vetoes: Sequence[GuardVeto]) -> bool:
+    """Whether a guard failed among `vetoes`: then no follow-up is asked for."""
+    return any(isinstance(veto, GuardFailure) for veto in vetoes)
 
 
 def follow_up_started(
