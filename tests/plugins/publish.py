@@ -56,34 +56,61 @@ def goose_text(text: str) -> dict[str, Any]:
     return {"type": "Message", "message": message, "token_state": {}}
 
 
-def goose_tool_call(name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
-    call_id = f"call_{next(_ids)}"
+def goose_message(role: str, *contents: dict[str, Any]) -> dict[str, Any]:
+    message = {"id": f"msg_{next(_ids)}", "role": role, "created": 0, "content": list(contents)}
+    return {"type": "Message", "message": message}
+
+
+def goose_tool_call(
+    name: str, arguments: dict[str, Any], *, result: str | None = None, call_id: str | None = None
+) -> list[dict[str, Any]]:
+    """goose's request of a tool call and its response (whose text is `result`)."""
+    call_id = call_id or f"call_{next(_ids)}"
     request = {
         "type": "toolRequest",
         "id": call_id,
         "toolCall": {"status": "success", "value": {"name": name, "arguments": arguments}},
     }
+    content = [] if result is None else [{"type": "text", "text": result}]
     response = {
         "type": "toolResponse",
         "id": call_id,
-        "toolResult": {"status": "success", "value": {"content": [], "isError": False}},
+        "toolResult": {"status": "success", "value": {"content": content, "isError": False}},
     }
-    return [
-        {
-            "type": "Message",
-            "message": {"id": f"msg_{next(_ids)}", "role": role, "created": 0, "content": [c]},
-        }
-        for role, c in (("assistant", request), ("user", response))
-    ]
+    return [goose_message("assistant", request), goose_message("user", response)]
 
 
-def run_events(log: EventLog, stream: str, *goose: dict[str, Any]) -> tuple[Any, list[Event]]:
-    """A run of `stream` whose goose turn sent `goose`, then `Finish`: (run, its events)."""
+def goose_confirmation(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """goose's question, in approve mode, whether the tool call `call_id` may run."""
+    asked = {
+        "type": "actionRequired",
+        "data": {
+            "actionType": "toolConfirmation",
+            "id": call_id,
+            "toolName": name,
+            "arguments": arguments,
+            "prompt": None,
+        },
+    }
+    return goose_message("assistant", asked)
+
+
+# An event of another type than goose's `Message`, as (type, data).
+Typed = tuple[str, dict[str, Any]]
+
+
+def run_events(
+    log: EventLog, stream: str, *goose: dict[str, Any] | Typed
+) -> tuple[Any, list[Event]]:
+    """A run of `stream` whose goose turn sent `goose` (goose's `Message` data, or events of
+    other types as (type, data)), then `Finish`: (run, its events)."""
     run_id = f"run-{next(_ids)}"
-    for data in goose:
-        log.append(stream, "Message", data, run_id=run_id)
+    for item in goose:
+        event_type, data = item if isinstance(item, tuple) else ("Message", item)
+        log.append(stream, event_type, data, run_id=run_id)
     log.append(stream, "UpstreamFinish", {"type": "Finish", "reason": "stop"}, run_id=run_id)
-    return SimpleNamespace(run_id=run_id, stream=stream), log.read(run_id=run_id)
+    # As the lifecycle hands them to the guards: every committed event, settled or not.
+    return SimpleNamespace(run_id=run_id, stream=stream), log.read(run_id=run_id, settled=False)
 
 
 def configured(log: EventLog, tmp_path: Path, **settings: Any) -> PublishGuard:

@@ -51,6 +51,18 @@ def gateway(log: EventLog, settings: dict[str, Any]) -> Gateway:
         ({"public_root": "/srv/{user_id}", "min_bytes": -1}, "min_bytes"),
         ({"public_root": "/srv/{user_id}", "min_bytes": True}, "min_bytes"),
         ({"public_root": "/srv/{user_id}", "root": "/srv"}, "unknown publish_guard settings"),
+        ({"public_root": "/srv/{user_id}", "max_depth": 0}, "max_depth must be an integer"),
+        ({"public_root": "/srv/{user_id}", "max_depth": "32"}, "max_depth must be an integer"),
+        (
+            {"public_root": "/srv/{user_id}", "max_path_length": True},
+            "max_path_length must be an integer",
+        ),
+        ({"public_root": "/srv/{user_id}", "max_files": -1}, "max_files must be an integer"),
+        ({"public_root": "/srv/{user_id}", "max_bytes": 1.5}, "max_bytes must be an integer"),
+        ({"public_root": "/srv/{user_id}", "extensions": "html"}, "extensions must be a list"),
+        ({"public_root": "/srv/{user_id}", "extensions": ["html", ""]}, "extensions must be"),
+        ({"public_root": "/srv/{user_id}", "extensions": ["../php"]}, "extensions must be"),
+        ({"public_root": "/srv/{user_id}", "extensions": [7]}, "extensions must be"),
     ],
 )
 def test_settings_that_cannot_work_stop_the_start_up(

@@ -10,6 +10,11 @@ to be there, no smaller than a stub, with every local image, stylesheet and scri
 (`assets.py`). What is missing comes back as a `GuardVeto` naming exactly those paths, and the
 run gets a follow-up turn asking for them; an answer that claims nothing is never vetoed.
 
+Only a write known to have run is written (`approvals.py`): never one whose approval was
+rejected, expired or voided, whose result says it was declined, or whose approval was asked
+for and has no outcome. Only the files a page needs, within per-run caps, at paths no deeper
+or longer than the limits (`limits.py`); a refused write is logged and leaves nothing behind.
+
 Off until its one setting is given::
 
     Gateway(..., plugin_config={"publish_guard": {"public_root": "/srv/ms/{user_id}/public"}})
@@ -25,6 +30,10 @@ Off until its one setting is given::
   goose's ``developer__text_editor`` called with ``{"command": "write"}`` (``path``,
   ``file_text``). A name also matches an extension's prefixed tool (``files__write_file``).
 - ``min_bytes``: a claimed page smaller than this is a stub, as good as missing (64).
+- ``max_depth`` (32 segments) and ``max_path_length`` (1024 bytes): how deep and how long a
+  path under the root may be; a claimed page past them is missing, a write past them refused.
+- ``extensions``: the kinds of file written (`limits.EXTENSIONS`: pages, styles, scripts, JSON,
+  text, images, fonts); ``max_files`` (20) and ``max_bytes`` (4 MiB): what one run may write.
 
 Nothing is read or written outside the root, whatever the agent's text or tool calls say:
 ``..`` above it, absolute paths elsewhere and symlinks leading out of it are refused and named
@@ -54,12 +63,17 @@ MISSING = (
     "pages or files your answer points to are missing on disk (or are empty stubs): write each "
     "of them, with its full content, with the {tool} tool at exactly the path listed"
 )
-REFUSED = "publish_guard: run %s: refused %r (%s): nothing is read or written outside %s"
+REFUSED = "publish_guard: run %s: refused %r under %s: %s"
 NO_ROOT = "publish_guard: run %s is not checked: %s"
 NO_OWNER = "stream {stream!r} has no owner to fill {{user_id}} with"
 NOT_A_SEGMENT = "{name} {value!r} cannot be one segment of a path"
 OUTSIDE = "{root!r} resolves outside {base!r}"
 MATERIALIZED = "publish_guard: run %s: wrote %s from the run's own write calls"
+
+
+def _veto(settings: GuardSettings, missing: Sequence[str]) -> GuardVeto | None:
+    """What the guard answers when `missing` (as named to the agent) is not on disk."""
+    return GuardVeto(MISSING.format(tool=settings.tool_name), missing=missing) if missing else None
 
 
 class PublishGuard:
@@ -80,7 +94,7 @@ class PublishGuard:
         if settings is None:
             return None
         pages, refused = claimed_pages(answers(events), settings.claim_phrases)
-        writes, refused_writes = public_writes(events, settings.write_tools)
+        writes, refused_writes = public_writes(events, settings)
         refused += refused_writes
         if not pages and not writes:
             self._refused(run, refused, settings.public_root)
@@ -90,24 +104,19 @@ class PublishGuard:
         except ValueError as exc:
             logger.warning(NO_ROOT, run.run_id, exc)
             return None
-        if not os.path.isdir(shown):
-            if not writes:  # a user's first claim: the pages are missing, not out of bounds
-                self._refused(run, refused, shown)
-                return GuardVeto(
-                    MISSING.format(tool=settings.tool_name),
-                    missing=[PublicRoot(shown).path(page) for page in pages],
-                )
-            # The run's own writes go to a root not made yet: it is under the template's
-            # fixed part (checked above), so it is made, as the agent's write tool would.
-            os.makedirs(shown, exist_ok=True)
-        with PublicRoot(shown) as root:
+        if not writes.within and not os.path.isdir(shown):
+            # Nothing to write and no root yet (a user's first claim): the pages are missing.
+            self._refused(run, refused + writes.over, shown)
+            return _veto(settings, [PublicRoot(shown).path(page) for page in pages])
+        # The run's own writes may go to a root not made yet: it is under the template's fixed
+        # part (checked above), so it is made with the first file written, as the agent's
+        # write tool would.
+        with PublicRoot(shown, settings.paths) as root:
             found = check(root, pages, writes, settings.min_bytes, self.known)
         if found.materialized:
             logger.info(MATERIALIZED, run.run_id, ", ".join(found.materialized))
         self._refused(run, refused + found.refused, shown)
-        if not found.missing:
-            return None
-        return GuardVeto(MISSING.format(tool=settings.tool_name), missing=found.missing)
+        return _veto(settings, found.missing)
 
     def root(self, stream: str, template: str) -> str:
         """The public root of `stream`'s runs; ValueError when it cannot be filled safely."""
@@ -132,7 +141,7 @@ class PublishGuard:
     @staticmethod
     def _refused(run: Any, refused: Sequence[Refused], root: str) -> None:
         for exc in refused:
-            logger.warning(REFUSED, run.run_id, exc.path, exc.why, root)
+            logger.warning(REFUSED, run.run_id, exc.path, root, exc.why)
 
 
 def _one_segment(value: str) -> bool:

@@ -1,5 +1,5 @@
 """One check of a run: what it claimed and wrote, made good where the run's own write calls
-allow, and what is still missing."""
+allow (those known to have run, within the limits), and what is still missing."""
 
 from __future__ import annotations
 
@@ -11,16 +11,30 @@ from dataclasses import dataclass, field
 from gateway_kit import Event, final_assistant_text, tool_calls
 from gateway_kit.runs.events import FOLLOW_UP_STARTED, UPSTREAM_FINISH
 
+from .approvals import Approvals
 from .assets import page_assets
 from .claims import Refused, under_public
 from .confinement import PublicRoot, Version
-from .settings import WriteTool
+from .limits import OverLimit
+from .settings import GuardSettings
 
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # read for its assets; a larger page is checked in its start
 KNOWN_PAGES = 1024
 KNOWN_REFERENCES = 100_000  # about 10 MB of paths at most
 
 PageKey = tuple[str, str, Version]  # the root, the page in it, the page's version
+
+
+@dataclass
+class Writes:
+    """The run's writes to materialize, by path relative to the root, and those over the
+    run's caps (refused if they are missing)."""
+
+    within: dict[str, str] = field(default_factory=dict)
+    over: list[Refused] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.within or self.over)
 
 
 @dataclass
@@ -48,41 +62,48 @@ def answers(events: Sequence[Event]) -> list[str]:
     return [text for text in texts if text]
 
 
-def public_writes(
-    events: Sequence[Event], tools: Sequence[WriteTool]
-) -> tuple[dict[str, str], list[Refused]]:
-    """What the run's write calls wrote under a ``public`` segment, by path relative to the
-    root (the last write of a path wins), and the paths refused."""
+def public_writes(events: Sequence[Event], settings: GuardSettings) -> tuple[Writes, list[Refused]]:
+    """What the run's write calls wrote under a ``public`` segment and may be materialized,
+    by path relative to the root (the last such write of a path wins; the first decides its
+    place against the caps), and the writes refused."""
+    approvals = Approvals.of(events)
     writes: dict[str, str] = {}
     refused: list[Refused] = []
     for call in tool_calls(events):
-        for tool in tools:
+        for tool in settings.write_tools:
             written = tool.written(call)
             if written is None:
                 continue
             path, content = written
             try:
                 relative = under_public(path)
+                if relative is not None:
+                    _may_write(relative, approvals.refusal(call), settings)
+                    writes[relative] = content
             except Refused as exc:
                 refused.append(exc)
-                break
-            if relative is not None:
-                writes.pop(relative, None)
-                writes[relative] = content
             break
-    return writes, refused
+    within, over = settings.writes.capped(writes)
+    return Writes(within, over), refused
+
+
+def _may_write(relative: str, refusal: str | None, settings: GuardSettings) -> None:
+    if refusal is not None:
+        raise Refused(relative, refusal)
+    settings.paths.check(relative)
+    settings.writes.check(relative)
 
 
 def check(
     root: PublicRoot,
     pages: Sequence[str],
-    writes: dict[str, str],
+    writes: Writes,
     min_bytes: int,
     known: KnownPages,
 ) -> Findings:
     """Materialize the missing files `writes` carries, then find what `pages` lack."""
     found = Findings()
-    for relative, content in writes.items():
+    for relative, content in writes.within.items():
         try:
             if root.stat(relative) is None and root.create(
                 relative, content.encode("utf-8", "replace")
@@ -90,9 +111,18 @@ def check(
                 found.materialized.append(relative)
         except (Refused, OSError) as exc:
             found.refused.append(exc if isinstance(exc, Refused) else Refused(relative, str(exc)))
+    for over in writes.over:  # said only of what the guard would have had to write
+        try:
+            if root.stat(over.path) is None:
+                found.refused.append(over)
+        except Refused as exc:
+            found.refused.append(exc)
     for page in pages:
         try:
             _check_page(root, page, min_bytes, found, known)
+        except OverLimit as exc:  # it cannot be published, so it is not there
+            found.missing.append(root.path(page))
+            found.refused.append(exc)
         except Refused as exc:
             found.refused.append(exc)
     found.missing = list(dict.fromkeys(found.missing))

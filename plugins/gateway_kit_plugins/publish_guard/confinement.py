@@ -5,13 +5,15 @@ a descriptor of the root, one directory at a time, opened without following syml
 read, stat'ed or created is inside the root even if a symlink is swapped in meanwhile. A symlink
 met on the way is resolved once; if it leads out of the root the path is refused (`Refused`),
 otherwise the walk is made again along the resolved path, and a symlink met then is refused too
-(it changed under us). Files are created with ``O_EXCL``: the guard never overwrites one.
+(it changed under us). Files are created with ``O_EXCL``: the guard never overwrites one. A path
+deeper or longer than its `PathLimits` is refused (`OverLimit`) before anything is touched, and
+a file that cannot be written whole is removed with the directories made for it: a failed write
+leaves no partial file and no empty folder chain.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -19,11 +21,20 @@ from types import TracebackType
 from typing import NamedTuple, TypeVar
 
 from .claims import Refused
+from .descriptors import (
+    CREATE,
+    DIRECTORY,
+    READ,
+    SYMLINK_ERRORS,
+    Making,
+    Symlink,
+    close,
+    is_symlink,
+    make_chain,
+    open_dir,
+)
+from .limits import DEFAULT_PATHS, OverLimit, PathLimits
 
-DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-SYMLINK_ERRORS = (errno.ELOOP, errno.ENOTDIR)
 ESCAPES = "a symlink that leads out of the public root"
 CHANGED = "a symlink appeared while it was checked"
 MAX_LISTING = 10_000  # entries of one directory kept for a check; a larger one is stat'ed
@@ -41,21 +52,19 @@ class Version(NamedTuple):
     changed_ns: int
 
 
-class _Symlink(Exception):
-    """A symlink on the way: resolve the path and walk again."""
-
-
 class PublicRoot:
     """One check's view of a public root; use it in a ``with`` block (it keeps directory
     descriptors open until the block ends).
 
     :param shown: the root as configured, filled in for this run: how paths are named to the
         agent and in the log.
+    :param limits: how deep and how long a path under it may be.
     """
 
-    def __init__(self, shown: str) -> None:
+    def __init__(self, shown: str, limits: PathLimits = DEFAULT_PATHS) -> None:
         self.shown = shown
         self.real = os.path.realpath(shown)
+        self.limits = limits
         self._dirs: dict[tuple[str, ...], int] = {}
         self._listings: dict[tuple[str, ...], dict[str, os.DirEntry[str]] | None] = {}
 
@@ -94,6 +103,12 @@ class PublicRoot:
         missing: list[str] = []
         refused: list[Refused] = []
         for relative in relatives:
+            try:
+                self.limits.check(relative)
+            except OverLimit as exc:  # it cannot be published, so it is not there
+                missing.append(relative)
+                refused.append(exc)
+                continue
             parent, _, name = relative.rpartition("/")
             if parent not in listings:
                 listings[parent] = self._plain_listing(parent)
@@ -118,70 +133,65 @@ class PublicRoot:
         return self._followed(relative, lambda parts: self._read(parts, limit, known))
 
     def create(self, relative: str, content: bytes) -> bool:
-        """Write a new file at `relative`, making its directories; False when one is there."""
+        """Write a new file at `relative`, making its directories (and the root, with its
+        missing parents); False when one is there. Whatever fails removes what it made."""
         return self._followed(relative, lambda parts: self._create(parts, content))
 
     # --- walking ------------------------------------------------------------------------------
 
     def _followed(self, relative: str, act: Callable[[tuple[str, ...]], T]) -> T:
+        self.limits.check(relative)
         try:
             return act(tuple(relative.split("/")))
-        except _Symlink:
+        except Symlink:
             pass
         resolved = os.path.realpath(os.path.join(self.real, relative))
         if os.path.commonpath([self.real, resolved]) != self.real or resolved == self.real:
             raise Refused(relative, ESCAPES)
+        parts = tuple(os.path.relpath(resolved, self.real).split(os.sep))
+        self.limits.check("/".join(parts))
         try:
-            return act(tuple(os.path.relpath(resolved, self.real).split(os.sep)))
-        except _Symlink:
+            return act(parts)
+        except Symlink:
             raise Refused(relative, CHANGED) from None
 
-    def _dir(self, parts: tuple[str, ...], *, make: bool = False) -> int | None:
-        """A descriptor of the directory `parts` under the root (None: it does not exist)."""
-        if parts in self._dirs:
-            return self._dirs[parts]
-        found = self._open_root(make) if not parts else None
-        if parts:
-            parent = self._dir(parts[:-1], make=make)
-            found = None if parent is None else self._open_dir(parent, parts[-1], make)
-        if found is None:
-            return None
-        self._dirs[parts] = fd = found
+    def _dir(self, parts: tuple[str, ...], making: Making | None = None) -> int | None:
+        """A descriptor of the directory `parts` under the root (None: it does not exist).
+        With `making`, what is missing is made, and noted there."""
+        known = len(parts)  # the deepest directory on the way already open
+        while known and parts[:known] not in self._dirs:
+            known -= 1
+        if not known and () not in self._dirs:
+            root = self._open_root(making)
+            if root is None:
+                return None
+            self._dirs[()] = root
+        fd = self._dirs[parts[:known]]
+        for depth in range(known + 1, len(parts) + 1):
+            found = open_dir(fd, parts[depth - 1], making is not None)
+            if found is None:
+                return None
+            fd, made = found
+            self._dirs[parts[:depth]] = fd
+            if made and making is not None:
+                making.dirs.append(parts[:depth])
         return fd
 
-    def _open_root(self, make: bool) -> int | None:
+    def _open_root(self, making: Making | None) -> int | None:
         try:
             return os.open(self.real, DIRECTORY)
         except FileNotFoundError:
-            if not make:
+            if making is None:
                 return None
         except OSError as exc:  # it became a symlink, or is no directory
             raise Refused(self.shown, f"the public root cannot be opened: {exc}") from None
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(self.real, 0o755)  # the root itself; never its parents
+        # Made only for a file to write; `root` of the guard checked it is under the fixed
+        # part of its template.
+        making.root = make_chain(self.real)
         try:
             return os.open(self.real, DIRECTORY)
         except OSError as exc:
             raise Refused(self.shown, f"the public root cannot be opened: {exc}") from None
-
-    def _open_dir(self, parent: int, name: str, make: bool) -> int | None:
-        try:
-            return os.open(name, DIRECTORY, dir_fd=parent)
-        except FileNotFoundError:
-            if not make:
-                return None
-        except OSError as exc:
-            if exc.errno in SYMLINK_ERRORS and _is_symlink(parent, name):
-                raise _Symlink from None
-            return None  # a file where a directory would be, a name too long: nothing there
-        with contextlib.suppress(FileExistsError):  # made meanwhile: opened without following
-            os.mkdir(name, 0o755, dir_fd=parent)
-        try:
-            return os.open(name, DIRECTORY, dir_fd=parent)
-        except OSError as exc:
-            if exc.errno in SYMLINK_ERRORS and _is_symlink(parent, name):
-                raise _Symlink from None
-            return None
 
     def _stat(self, parts: tuple[str, ...]) -> os.stat_result | None:
         fd = self._dir(parts[:-1])
@@ -192,7 +202,7 @@ class PublicRoot:
         except OSError:
             return None
         if stat.S_ISLNK(found.st_mode):
-            raise _Symlink
+            raise Symlink
         return found if stat.S_ISREG(found.st_mode) else None
 
     def _exists(self, parts: tuple[str, ...]) -> bool:
@@ -206,7 +216,7 @@ class PublicRoot:
         if entry is None:
             return False
         if entry.is_symlink():
-            raise _Symlink
+            raise Symlink
         return entry.is_file(follow_symlinks=False)
 
     def _plain_listing(self, parent: str) -> dict[str, os.DirEntry[str]] | None:
@@ -215,7 +225,7 @@ class PublicRoot:
         try:
             parts = tuple(parent.split("/")) if parent else ()
             fd = self._dir(parts)
-        except _Symlink:
+        except Symlink:
             return None
         return {} if fd is None else self._listing(parts, fd)
 
@@ -241,8 +251,8 @@ class PublicRoot:
         try:
             file = os.open(parts[-1], READ, dir_fd=fd)
         except OSError as exc:
-            if exc.errno in SYMLINK_ERRORS and _is_symlink(fd, parts[-1]):
-                raise _Symlink from None
+            if exc.errno in SYMLINK_ERRORS and is_symlink(fd, parts[-1]):
+                raise Symlink from None
             return None
         try:
             found = os.fstat(file)
@@ -258,7 +268,18 @@ class PublicRoot:
             os.close(file)
 
     def _create(self, parts: tuple[str, ...], content: bytes) -> bool:
-        fd = self._dir(parts[:-1], make=True)
+        making = Making()
+        try:
+            created = self._write_new(parts, content, making)
+        except BaseException:
+            self._unmake(making)
+            raise
+        if not created:
+            self._unmake(making)
+        return created
+
+    def _write_new(self, parts: tuple[str, ...], content: bytes, making: Making) -> bool:
+        fd = self._dir(parts[:-1], making)
         if fd is None:
             return False
         try:
@@ -266,17 +287,30 @@ class PublicRoot:
         except FileExistsError:
             return False
         except OSError as exc:
-            if exc.errno in SYMLINK_ERRORS and _is_symlink(fd, parts[-1]):
-                raise _Symlink from None
+            if exc.errno in SYMLINK_ERRORS and is_symlink(fd, parts[-1]):
+                raise Symlink from None
             raise
-        with os.fdopen(file, "wb") as writing:
-            writing.write(content)
+        try:
+            with os.fdopen(file, "wb") as writing:
+                writing.write(content)
+        except BaseException:
+            with contextlib.suppress(OSError):  # never a partial file
+                os.unlink(parts[-1], dir_fd=fd)
+            raise
         self._listings.pop(parts[:-1], None)
         return True
 
-
-def _is_symlink(parent: int, name: str) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
+    def _unmake(self, making: Making) -> None:
+        """Remove the directories `making` made, innermost first, as long as they are empty."""
+        for parts in reversed(making.dirs):
+            close(self._dirs.pop(parts, None))
+            parent = self._dirs.get(parts[:-1])
+            if parent is not None:
+                with contextlib.suppress(OSError):
+                    os.rmdir(parts[-1], dir_fd=parent)
+        if making.root:
+            close(self._dirs.pop((), None))
+            for path in reversed(making.root):
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+        self._listings.clear()

@@ -9,6 +9,18 @@ from typing import Any
 
 from gateway_kit import ToolCall
 
+from .limits import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_PATH_LENGTH,
+    DEFAULT_PATHS,
+    DEFAULT_WRITES,
+    EXTENSIONS,
+    PathLimits,
+    WriteLimits,
+)
+
 # Said when a page is done, in the languages of the agents' users; matched case-insensitively.
 CLAIM_PHRASES = (
     "页面已生成",
@@ -28,7 +40,12 @@ CLAIM_PHRASES = (
 )
 DEFAULT_MIN_BYTES = 64  # the smallest page worth the name ("<!doctype html>" alone is 15)
 PLACEHOLDERS = frozenset({"user_id", "stream"})
-KNOWN = frozenset({"public_root", "claim_phrases", "write_tools", "min_bytes"})
+KNOWN = frozenset(
+    {
+        "public_root", "claim_phrases", "write_tools", "min_bytes",
+        "max_depth", "max_path_length", "extensions", "max_files", "max_bytes",
+    }
+)  # fmt: skip
 
 UNKNOWN_SETTINGS = "unknown publish_guard settings: {names}; known: {known}"
 BAD_ROOT = "public_root must be an absolute path, with {{user_id}} and {{stream}} only: {root!r}"
@@ -37,7 +54,10 @@ BAD_TOOLS = (
     "write_tools must be a non-empty list of tool names or of "
     '{{"name", "path", "content", "when"}} objects, got {value!r}'
 )
-BAD_MIN_BYTES = "min_bytes must be a non-negative integer, got {value!r}"
+BAD_NUMBER = "{name} must be an integer of at least {least}, got {value!r}"
+BAD_EXTENSIONS = (
+    'extensions must be a list of file extensions such as "html" or ".css", got {value!r}'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +95,8 @@ class GuardSettings:
     claim_phrases: tuple[str, ...] = CLAIM_PHRASES
     write_tools: tuple[WriteTool, ...] = WRITE_TOOLS
     min_bytes: int = DEFAULT_MIN_BYTES
+    paths: PathLimits = DEFAULT_PATHS
+    writes: WriteLimits = DEFAULT_WRITES
 
     @property
     def tool_name(self) -> str:
@@ -94,12 +116,40 @@ def parse_settings(config: Mapping[str, Any]) -> GuardSettings | None:
         settings = replace(settings, claim_phrases=_phrases(config["claim_phrases"]))
     if "write_tools" in config:
         settings = replace(settings, write_tools=_tools(config["write_tools"]))
-    if "min_bytes" in config:
-        value = config["min_bytes"]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(BAD_MIN_BYTES.format(value=value))
-        settings = replace(settings, min_bytes=value)
-    return settings
+    paths = PathLimits(
+        max_depth=_number(config, "max_depth", DEFAULT_MAX_DEPTH, least=1),
+        max_path_length=_number(config, "max_path_length", DEFAULT_MAX_PATH_LENGTH, least=1),
+    )
+    writes = WriteLimits(
+        extensions=_extensions(config["extensions"]) if "extensions" in config else EXTENSIONS,
+        max_files=_number(config, "max_files", DEFAULT_MAX_FILES, least=0),
+        max_bytes=_number(config, "max_bytes", DEFAULT_MAX_BYTES, least=0),
+    )
+    return replace(
+        settings,
+        min_bytes=_number(config, "min_bytes", DEFAULT_MIN_BYTES, least=0),
+        paths=paths,
+        writes=writes,
+    )
+
+
+def _number(config: Mapping[str, Any], name: str, default: int, *, least: int) -> int:
+    value = config.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ValueError(BAD_NUMBER.format(name=name, least=least, value=value))
+    return value
+
+
+def _extensions(value: object) -> frozenset[str]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValueError(BAD_EXTENSIONS.format(value=value))
+    found: set[str] = set()
+    for item in value:
+        name = item.lower().removeprefix(".") if isinstance(item, str) else ""
+        if not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise ValueError(BAD_EXTENSIONS.format(value=value))
+        found.add(f".{name}")
+    return frozenset(found)
 
 
 def _root(value: object) -> str:
