@@ -5,8 +5,9 @@ wrapped Flask app's ``SECRET_KEY``, ``SECRET_KEY_FALLBACKS``, cookie name and li
 this plugin's settings (``Gateway(plugin_config={"flask_session_identity": {...}})``: any field
 of `FlaskSessionSettings`). The principal's CSRF token is the session's, which unsafe requests
 to the gateway must send back. A request that carries an ``Authorization`` header is left to the
-resolvers of that header, and a login that was logged out is refused (checked from memory,
-`gateway_kit.identity.credentials`: `DatabaseUnavailable` when that could not be read for too long).
+resolvers of that header, and a login that was logged out is refused (checked from memory, or
+from the database for a login memory holds no answer for, `gateway_kit.identity.credentials`:
+`DatabaseUnavailable` when that could not be read).
 """
 
 from __future__ import annotations

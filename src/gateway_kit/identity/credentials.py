@@ -1,11 +1,14 @@
-"""`CredentialView`: the API tokens and ended cookie logins of a log, kept in each process's memory.
+"""`CredentialView`: the API tokens and ended cookie logins of a log, as each process knows them.
 
-Every request is checked against memory, never against the database: a frozen or locked
-database delays no request. One thread per log reads, every `interval` seconds, only the rows
-changed since its last read (each change carries a number given in commit order, see
-`next_change`), so a revocation written by any process or by the command line reaches every
-process within one interval. Whoever holds a credential open (an SSE stream, a socket) is told
-when it ends (`watch`).
+A token is checked against memory, never against the database: a frozen or locked database
+delays no request. Ended cookie logins are too many to keep (a client can end thousands a
+minute, and each matters for a cookie's lifetime): memory keeps the answers for the
+`LOGINS_REMEMBERED` logins asked about lately (`LoginMemory`), and a login it holds no answer for
+is asked of the database once (a request of a login first seen by this process, or not seen for
+long). One thread per log reads, every `interval` seconds, only the rows changed since its last
+read (each change carries a number given in commit order, see `next_change`), so a revocation
+written by any process or by the command line reaches every process within one interval.
+Whoever holds a credential open (an SSE stream, a socket) is told when it ends (`watch`).
 
 Fails closed: when the view could not be read for longer than `stale_after` seconds (the
 database is down), every check raises `DatabaseUnavailable` instead of answering from memory
@@ -33,12 +36,16 @@ from ..exceptions import DatabaseUnavailable, LogClosed
 from ..log import EventLog
 from ..log.per_log import PerLog
 from ..settings import DEFAULT_CREDENTIAL_REFRESH_INTERVAL, DEFAULT_CREDENTIAL_STALE_AFTER
+from .login_memory import LoginMemory, Unknown
 from .tables import api_tokens, revoked_logins
 
 logger = logging.getLogger("gateway_kit.access")
 
 MAX_BACKOFF = 5.0
 STALE = "credentials could not be read from the database for {age:.1f} s; try again shortly"
+LOGIN_UNREAD = "whether login {credential_id!r} ended could not be read: {error}"
+# Ended-login answers kept per log and process (about 0.2 KB each); read when a view is made.
+LOGINS_REMEMBERED = 16_384
 
 Listener = Callable[[], None]
 
@@ -72,6 +79,8 @@ class CredentialView:
     :param interval: seconds between reads of what changed.
     :param stale_after: seconds without a successful read after which checks raise
         `DatabaseUnavailable`.
+    :param logins_remembered: ended-login answers kept in memory (`LOGINS_REMEMBERED` when
+        None), besides those of the logins held open.
     """
 
     def __init__(
@@ -80,6 +89,7 @@ class CredentialView:
         *,
         interval: float = DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
         stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER,
+        logins_remembered: int | None = None,
     ) -> None:
         # Weakly: the view lives as long as its log, whose closing (or collection) ends the
         # reading thread.
@@ -89,26 +99,28 @@ class CredentialView:
         self.login_max_age: float | None = None  # ended logins older than this can go
         self.rows_read = 0  # rows the reads fetched, in all
         self._tokens: dict[str, KnownToken] = {}
-        self._ended: dict[str, float] = {}  # credential id -> when its login last ended
+        self._watchers: dict[str, dict[int, Listener]] = {}
+        # The logins a stream or socket holds open stay known: they are watched.
+        remembered = LOGINS_REMEMBERED if logins_remembered is None else logins_remembered
+        self._logins = LoginMemory(remembered, pinned=self._watchers)
         self._token_change = -1  # -1: nothing read yet, the whole table is read
-        self._login_change = -1
+        self._login_change = -1  # -1: nothing read yet, the newest change is read
         self._fresh_at: float | None = None  # monotonic start of the last successful read
         self._rounds = 0  # successful reads so far
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._read = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
-        self._watchers: dict[str, dict[int, Listener]] = {}
         self._ids = itertools.count()
         self._prune_due = 0.0
         self._tokens_query = sa.select(api_tokens).where(
             sa.or_(api_tokens.c.change > sa.bindparam("after"), api_tokens.c.change.is_(None))
         )
-        self._logins_query = sa.select(revoked_logins).where(
-            sa.or_(
-                revoked_logins.c.change > sa.bindparam("after"),
-                revoked_logins.c.change.is_(None),
-            )
+        self._newest_login_change = sa.select(
+            sa.func.coalesce(sa.func.max(revoked_logins.c.change), 0).label("change")
+        )
+        self._login_row = sa.select(revoked_logins.c.revoked_at).where(
+            revoked_logins.c.credential_id == sa.bindparam("credential_id")
         )
         self._tokens_since = sa.select(api_tokens).where(
             api_tokens.c.change > sa.bindparam("after")
@@ -142,10 +154,38 @@ class CredentialView:
 
     def login_ended(self, credential_id: str, since: float | None = None) -> bool:
         """Whether the cookie login `credential_id` ended: at all (`since` None), or at or
-        after `since` (a cookie signed after its login last ended is a new login)."""
+        after `since` (a cookie signed after its login last ended is a new login). From
+        memory, or else from the database (`DatabaseUnavailable` when it cannot be read)."""
         self._check_fresh()
-        ended_at = self._ended.get(credential_id)
+        with self._lock:
+            ended_at = self._logins.known(credential_id)
+            if isinstance(ended_at, Unknown):
+                self._logins.asking(credential_id)
+        if isinstance(ended_at, Unknown):
+            ended_at = self._ask_login(credential_id)
         return ended_at is not None and (since is None or ended_at >= since)
+
+    def _ask_login(self, credential_id: str) -> float | None:
+        """When the login `credential_id` last ended, as its row says, now kept in memory."""
+        try:
+            rows = self.log.tables.select(self._login_row, {"credential_id": credential_id})
+        except sa.exc.DBAPIError as exc:
+            with self._lock:
+                self._logins.gave_up(credential_id)
+            error = LOGIN_UNREAD.format(credential_id=credential_id, error=exc.orig)
+            raise DatabaseUnavailable(error) from exc
+        except BaseException:
+            with self._lock:
+                self._logins.gave_up(credential_id)
+            raise
+        with self._lock:
+            return self._logins.answered(credential_id, rows[0].revoked_at if rows else None)
+
+    @property
+    def logins_held(self) -> int:
+        """How many ended-login answers memory holds (`LOGINS_REMEMBERED`, and the watched)."""
+        with self._lock:
+            return len(self._logins)
 
     def token_live(self, token_id: str) -> bool:
         self._check_fresh()
@@ -158,8 +198,9 @@ class CredentialView:
         token = self._tokens.get(credential_id)
         if token is not None and token.revoked:
             return True
-        ended_at = self._ended.get(credential_id)
-        return ended_at is not None and ended_at >= since
+        with self._lock:
+            ended_at = self._logins.peek(credential_id)
+        return not isinstance(ended_at, Unknown) and ended_at is not None and ended_at >= since
 
     # --- news of this process's own writes ----------------------------------------------------
 
@@ -171,7 +212,7 @@ class CredentialView:
 
     def noted_end(self, credential_id: str, ended_at: float) -> None:
         with self._lock:
-            self._ended[credential_id] = max(ended_at, self._ended.get(credential_id, ended_at))
+            self._logins.noted(credential_id, ended_at)
         self._tell(credential_id)
 
     # --- holders of an open credential ------------------------------------------------------
@@ -223,9 +264,13 @@ class CredentialView:
         tokens = self.log.tables.select(
             self._tokens_query if first else self._tokens_since, {"after": self._token_change}
         )
-        logins = self.log.tables.select(
-            self._logins_query if first else self._logins_since, {"after": self._login_change}
-        )
+        newest: int | None = None
+        logins: list[Any] = []
+        if self._login_change < 0:
+            # Not the rows: a login memory holds no answer for is asked of the database.
+            newest = int(self.log.tables.select(self._newest_login_change)[0].change)
+        else:
+            logins = self.log.tables.select(self._logins_since, {"after": self._login_change})
         ended: list[str] = []
         with self._lock:
             for row in tokens:
@@ -235,15 +280,18 @@ class CredentialView:
                     ended.append(token.token_id)
                 self._tokens[token.token_id] = token
                 self._token_change = max(self._token_change, row.change or 0)
+            if newest is not None:
+                self._login_change = newest
             for row in logins:
-                before_at = self._ended.get(row.credential_id)
-                if before_at is None or row.revoked_at > before_at:
-                    self._ended[row.credential_id] = row.revoked_at
-                    if not first:
-                        ended.append(row.credential_id)
+                before_at = self._logins.changed(row.credential_id, row.revoked_at)
+                if (
+                    isinstance(before_at, Unknown)
+                    or before_at is None
+                    or row.revoked_at > before_at
+                ):
+                    ended.append(row.credential_id)  # told to its watchers, if it has any
                 self._login_change = max(self._login_change, row.change or 0)
             self._token_change = max(self._token_change, 0)
-            self._login_change = max(self._login_change, 0)
             self._fresh_at = started
             self._rounds += 1
             self._read.notify_all()
@@ -282,8 +330,7 @@ class CredentialView:
         cutoff = time.time() - max_age
         deleted = self.log.tables.write(PRUNE_LOGINS, {"cutoff": cutoff}).rowcount
         with self._lock:
-            for credential_id in [c for c, at in self._ended.items() if at < cutoff]:
-                del self._ended[credential_id]
+            self._logins.forget_before(cutoff)
         return int(deleted or 0)
 
     def _check_fresh(self) -> None:

@@ -2,10 +2,12 @@
 
 A Flask session cookie cannot be taken back: whoever kept a copy could still send it after the
 user logged out. The gateway notes each ended login (by its credential id, with when it
-ended) and refuses from then on a cookie of it signed before that. Ended logins are asked about
-on every cookie request, so they are known from memory (`CredentialView`), which reads only
-the rows ended since its last read. A row older than the cookie's maximum age can no longer
-matter (every cookie signed before it is refused for its age) and is deleted.
+ended) and refuses from then on a cookie of it signed before that, in every process. Ended
+logins are asked about on every cookie request: each process answers from memory
+(`CredentialView`) for the logins asked about lately, a bounded number of them
+(`LoginMemory`), and asks the database about any other; a client that logs in and out at will
+costs the database rows, never a process's memory. A row older than the cookie's maximum age
+can no longer matter (every cookie signed before it is refused for its age) and is deleted.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ class EndedLogins:
         self.view.noted_end(credential_id, now)
 
     def ended(self, credential_id: str, since: float | None = None) -> bool:
-        """Whether the login ended (at or after `since`, when given); from memory."""
+        """Whether the login ended (at or after `since`, when given): from memory, or from the
+        database for a login memory holds no answer for (`DatabaseUnavailable` when it cannot
+        be read). Call it off the event loop."""
         return self.view.login_ended(credential_id, since)
 
     def prune(self, max_age: float) -> int:
