@@ -209,3 +209,36 @@ def test_a_call_whose_caller_left_before_it_started_is_still_counted_hung() -> N
         asyncio.run(main())
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("count_queued", [True, False], ids=["timed-from-queue", "from-start"])
+def test_a_call_after_a_backlog_whose_last_call_hung_gets_a_thread(count_queued: bool) -> None:
+    threads = HookThreads(1, "test-hook", count_queued=count_queued)
+    busy, finish, hung, release = (threading.Event() for _ in range(4))
+
+    def first() -> str:
+        busy.set()
+        finish.wait(30)
+        return "first"
+
+    def hanging() -> None:
+        hung.set()
+        release.wait(30)
+
+    async def main() -> None:
+        running = asyncio.create_task(threads.run(first, 30))
+        await until(busy.is_set)
+        behind = asyncio.create_task(threads.run(hanging, 0.2))
+        await asyncio.sleep(0)  # one turn of the loop: queued behind the first call
+        finish.set()
+        assert await running == "first"
+        await until(hung.is_set)  # the one thread took it as it finished the first
+        with pytest.raises(TimeoutError):
+            await behind
+        # Its thread is hung, nothing was queued then: the next call gets a fresh thread.
+        assert await asyncio.wait_for(threads.run(lambda: "next", 5), 10) == "next"
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()

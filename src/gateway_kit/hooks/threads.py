@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import queue
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -74,9 +74,12 @@ class _Workers:
         self.size = size
         self.name = name
         self.count_queued = count_queued
-        self.calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
-        self.idle = threading.Semaphore(0)  # one count per thread waiting for a call
         self.lock = threading.Lock()
+        self.ready = threading.Condition(self.lock)  # a call was queued for a waiting thread
+        self.calls: deque[_Call | None] = deque()
+        # Threads waiting for a call that no queued call is meant for yet: counted exactly,
+        # under the lock, so that a call never waits for a thread that is in fact busy.
+        self.waiting = 0
         self.counted = 0  # threads, not counting those running a hung call
         self.threads = 0
         self.numbers = itertools.count(1)
@@ -85,11 +88,12 @@ class _Workers:
         """Queue `call` (on the caller's loop)."""
         if self.count_queued:
             call.timer = call.loop.call_later(call.timeout, self.expire, call)
-        self.calls.put(call)
-        if self.idle.acquire(blocking=False):
-            return
         with self.lock:
-            if self.counted < self.size:
+            self.calls.append(call)
+            if self.waiting:
+                self.waiting -= 1  # that thread is this call's
+                self.ready.notify()
+            elif self.counted < self.size:
                 self._start()
 
     def _start(self) -> None:
@@ -101,7 +105,7 @@ class _Workers:
 
     def work(self) -> None:
         while True:
-            call = self.calls.get()
+            call = self.next_call()
             if call is None:
                 break
             self.run(call)
@@ -111,9 +115,15 @@ class _Workers:
                     if self.counted >= self.size:
                         break  # a fresh thread took its place
                     self.counted += 1
-            self.idle.release()
         with self.lock:
             self.threads -= 1
+
+    def next_call(self) -> _Call | None:
+        with self.lock:
+            while not self.calls:
+                self.waiting += 1
+                self.ready.wait()
+            return self.calls.popleft()
 
     def run(self, call: _Call) -> None:
         with self.lock:
@@ -162,7 +172,7 @@ class _Workers:
             else:
                 call.hung = True
                 self.counted -= 1
-                if not self.calls.empty() and self.counted < self.size:
+                if self.calls and self.counted < self.size:
                     self._start()  # for the calls that would wait behind it
         if call.expired:
             if not call.done.done():
@@ -173,8 +183,10 @@ class _Workers:
             call.done.set_exception(TimeoutError())
 
     def close(self) -> None:
-        for _ in range(self.threads):
-            self.calls.put(None)
+        with self.lock:
+            self.calls.extend([None] * self.threads)
+            self.waiting = 0
+            self.ready.notify_all()
 
 
 def _nothing() -> None:
