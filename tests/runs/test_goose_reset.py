@@ -16,14 +16,19 @@ from gateway_kit.testing import FakeGoose, Turn
 from gateway_kit.testing import sessions as fake_sessions
 
 from ..http import goose_calls, writes
+from ..waiting import until
 from .test_routes import gateway_client, start_run, wait_status
 
 
-def reset_session_store(fake: FakeGoose, monkeypatch: pytest.MonkeyPatch, first_id: str) -> None:
+def reset_session_store(
+    fake: FakeGoose, monkeypatch: pytest.MonkeyPatch, first_id: str, *, restart: bool = True
+) -> None:
     """What goose does when its sessions database is wiped and goosed restarts: every session
-    is gone, and the next one made gets the id `first_id` got ("<date>_<n>") again."""
+    is gone, and the next one made gets the id `first_id` got ("<date>_<n>") again. Without
+    `restart`, the streams goosed has open go on (the database was wiped under it)."""
     number = int(first_id.rpartition("_")[2])
-    fake.restart()
+    if restart:
+        fake.restart()
     fake.sessions.clear()
     monkeypatch.setattr(fake_sessions, "_session_numbers", itertools.count(number))
 
@@ -84,7 +89,10 @@ def test_a_session_id_that_still_serves_an_active_run_is_a_502_writing_nothing(
             running = await start_run(client, "to a", "a")
             first = binding_of(gateway, "a")
             assert first is not None
-            reset_session_store(fake, monkeypatch, first)
+            await until(lambda: "working" in said(gateway, "a"), 10.0)  # "a" is written so far
+            # The open events stream of "a" goes on, so its run is still active when "b" starts
+            # (a restart would end it once its pump heard goose no longer knows the session).
+            reset_session_store(fake, monkeypatch, first, restart=False)
             before = writes(log)
 
             answer = await client.post("/gateway/streams/b/runs", json={"message": "to b"})
