@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..exceptions import LogClosed
 from ..log import EventLog
-from ..log.per_log import PerLog
+from ..log.per_log import HoldsLogWeakly, PerLog
 from .claims import claims_of
 from .tables import bindings
 
@@ -55,20 +53,11 @@ def _bind_statement(dialect: Any) -> sa.Executable:
 BIND = {"sqlite": _bind_statement(sqlite), "postgresql": _bind_statement(postgresql)}
 
 
-class TmuxBindings:
+class TmuxBindings(HoldsLogWeakly):
     def __init__(self, log: EventLog) -> None:
-        # Weak: this object is kept per log in a weak mapping, which a strong reference to the
-        # log would keep for ever.
-        self._log = weakref.ref(log)
+        super().__init__(log)
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
-
-    @property
-    def log(self) -> EventLog:
-        log = self._log()
-        if log is None:
-            raise LogClosed("the event log of these bindings is gone")
-        return log
 
     def bind(self, stream: str, tmux_session: str, user_id: str) -> None:
         """Bind `stream` to `tmux_session` (replacing an earlier binding of the stream) for

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..exceptions import LogClosed, TmuxSessionTaken
+from ..exceptions import TmuxSessionTaken
 from ..identity.principal import principal_of
 from ..log import EventLog
-from ..log.per_log import PerLog
+from ..log.per_log import HoldsLogWeakly, PerLog
 from ..types import Scope
 from .tables import claims
 
@@ -59,21 +58,12 @@ def _claim_statement(dialect: Any) -> sa.Executable:
 CLAIM = {"sqlite": _claim_statement(sqlite), "postgresql": _claim_statement(postgresql)}
 
 
-class TmuxClaims:
+class TmuxClaims(HoldsLogWeakly):
     def __init__(self, log: EventLog, *, max_per_user: int = DEFAULT_MAX_PER_USER) -> None:
-        # Weak: this object is kept per log in a weak mapping, which a strong reference to the
-        # log would keep for ever.
-        self._log = weakref.ref(log)
+        super().__init__(log)
         self.max_per_user = max_per_user
         self._cache: dict[str, str] = {}
         self._lock = threading.Lock()
-
-    @property
-    def log(self) -> EventLog:
-        log = self._log()
-        if log is None:
-            raise LogClosed("the event log of these claims is gone")
-        return log
 
     def claim(self, tmux_session: str, user_id: str) -> None:
         """Take `tmux_session` for `user_id`, or keep it; `TmuxSessionTaken` when another user

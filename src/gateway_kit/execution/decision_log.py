@@ -15,7 +15,7 @@ import orjson
 import sqlalchemy as sa
 
 from ..log import EventLog
-from .tables import decisions
+from .tables import decisions, nth_newest_of_session
 
 MAX_LISTED = 500
 MAX_KEPT = MAX_LISTED
@@ -47,17 +47,10 @@ REPEATED = (
         repeats=decisions.c.repeats + 1,
     )
 )
-# Of a session, the rows older than its newest MAX_KEPT (none while it has fewer).
-OLDEST_KEPT = (
-    sa.select(decisions.c.id)
-    .where(decisions.c.tmux_session == sa.bindparam("tmux_session"))
-    .order_by(decisions.c.id.desc())
-    .offset(MAX_KEPT - 1)
-    .limit(1)
-    .scalar_subquery()
-)
+# Of a session, the rows older than its newest MAX_KEPT.
 TRIM = decisions.delete().where(
-    decisions.c.tmux_session == sa.bindparam("tmux_session"), decisions.c.id < OLDEST_KEPT
+    decisions.c.tmux_session == sa.bindparam("tmux_session"),
+    decisions.c.id < nth_newest_of_session(decisions.c.id, MAX_KEPT),
 )
 PRUNE = decisions.delete().where(decisions.c.decided_at < sa.bindparam("before"))
 

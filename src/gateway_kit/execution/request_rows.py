@@ -23,7 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..log import EventLog
 from .state import Outcome, RequestRecord
-from .tables import processes, requests
+from .tables import nth_newest_of_session, processes, requests
 
 PROCESS_TTL = 15.0
 RECENT = 20
@@ -38,19 +38,11 @@ NEWEST = (
     .order_by(requests.c.started_at.desc())
     .limit(RECENT)
 )
-# Of a session, the start of its RECENT-th newest request (none while it has fewer).
-OLDEST_READ = (
-    sa.select(requests.c.started_at)
-    .where(requests.c.tmux_session == sa.bindparam("tmux_session"))
-    .order_by(requests.c.started_at.desc())
-    .offset(RECENT - 1)
-    .limit(1)
-    .scalar_subquery()
-)
+# Of a session, the ended rows older than its RECENT newest: they are never read.
 TRIM = requests.delete().where(
     requests.c.tmux_session == sa.bindparam("tmux_session"),
     requests.c.ended_at.is_not(None),
-    requests.c.started_at < OLDEST_READ,
+    requests.c.started_at < nth_newest_of_session(requests.c.started_at, RECENT),
 )
 # Sessions whose writes since their last trim are counted, at most (then counting starts over).
 MAX_COUNTED = 10_000

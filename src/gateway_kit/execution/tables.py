@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 REQUESTS = "gateway_kit_execution_requests"
@@ -73,3 +75,18 @@ claims = sa.Table(
     sa.Column("user_id", sa.Text, nullable=False),
     sa.Column("claimed_at", sa.Float, nullable=False),
 )
+
+
+def nth_newest_of_session(column: sa.Column[Any], n: int) -> Any:
+    """`column` of a session's (``:tmux_session``) `n`-th newest row by it, as a scalar
+    subquery: NULL while the session has fewer rows. The rows older than it are the ones to
+    let go of, when a session keeps its newest `n`."""
+    table = column.table
+    return (
+        sa.select(column)
+        .where(table.c.tmux_session == sa.bindparam("tmux_session"))
+        .order_by(column.desc())
+        .offset(n - 1)
+        .limit(1)
+        .scalar_subquery()
+    )

@@ -8,6 +8,7 @@ import weakref
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from ..exceptions import LogClosed
 from .eventlog import EventLog
 
 T = TypeVar("T")
@@ -25,3 +26,18 @@ class PerLog(Generic[T]):
             if found is None:
                 found = self._made[log] = self._make(log)
             return found
+
+
+class HoldsLogWeakly:
+    """Base of an object kept per log: it holds its log weakly, since the weak mapping's value
+    holding it strongly would keep the log for ever."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = weakref.ref(log)
+
+    @property
+    def log(self) -> EventLog:
+        log = self._log()
+        if log is None:
+            raise LogClosed(f"the event log of this {type(self).__name__} is gone")
+        return log
