@@ -10,7 +10,7 @@ from importlib import metadata
 
 from ..exceptions import GatewayKitError
 from ..settings import DATABASE_URL_VAR, DEFAULT_DATABASE_URL, database_url
-from . import bills, db, demo, heartbeat, plugins, serve, streams, tail, tokens
+from . import adopt, bills, db, demo, heartbeat, plugins, serve, streams, tail, tokens
 from .unreachable import UNREACHABLE_ERRORS, unreachable_message
 
 DB_HELP = f"database URL (default: ${DATABASE_URL_VAR}, else {DEFAULT_DATABASE_URL})"
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (demo, serve, db, tail, plugins, bills, tokens, streams, heartbeat):
+    for module in (demo, serve, db, tail, plugins, bills, tokens, streams, heartbeat, adopt):
         module.register(commands, add_db_option)
     return parser
 
