@@ -216,3 +216,17 @@ def test_what_the_app_prints_stays_out_of_the_json(
     assert json.loads(ran.out)["differ"] == 0
     assert ran.err.count("debug!") == 2
     assert sys.modules.get(noisy) is not None
+
+
+def test_a_long_file_says_its_progress_on_stderr(
+    site: Site, adopt_check: Callable[..., Ran], tmp_path: Path
+) -> None:
+    recording = tmp_path / "long.jsonl"
+    recording.write_text('{"method": "GET", "path": "/me"}\n' * 201)
+    ran = adopt_check(f"{site.module}:app", "--requests", recording)
+    assert ran.status == 0
+    progress = [line for line in ran.err.splitlines() if line.endswith("requests replayed")]
+    assert progress == [
+        f"gateway-kit adopt check: {done} of 201 requests replayed" for done in (100, 200, 201)
+    ]
+    assert ran.out == "201 requests, 0 differ\n"
