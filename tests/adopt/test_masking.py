@@ -66,6 +66,12 @@ def test_each_placeholder() -> None:
     assert mask_text(f"price {long_ago}") == f"price {long_ago}"
 
 
+def test_a_random_token_without_a_digit_is_masked_and_a_long_camel_case_name_is_not() -> None:
+    # secrets.token_urlsafe(24) gives one without a digit about once in 250 calls.
+    assert mask_text("FJnEqcapGxHPgQNWzFZKvTvfTUKXiUdb") == "<token>"
+    assert mask_text("getUserByIdentifierAndName") == "getUserByIdentifierAndName"
+
+
 def test_keys_that_mask_alike_stay_apart() -> None:
     a, b = str(uuid.uuid4()), str(uuid.uuid4())
     assert mask_json({a: 1, b: 2}) == {"<uuid>": 1, "<uuid>#2": 2}

@@ -7,8 +7,9 @@ In text (and in every string and key of a JSON body, and in header values):
 - an ISO 8601 time (``2024-05-01T12:00:00.123Z``, with a time of day) → ``<time>``
 - an HTTP date (``Wed, 01 May 2024 12:00:00 GMT``)           → ``<time>``
 - 16 or more hexadecimal digits (hashes, ETags, hex ids)      → ``<hex>``
-- 22 or more letters, digits, ``-`` or ``_`` mixing upper case, lower case and digits
-  (``secrets.token_urlsafe``, signed values)                  → ``<token>``
+- 22 or more letters, digits, ``-`` or ``_`` with both upper and lower case letters, and
+  digits or one upper-case letter in four at least (``secrets.token_urlsafe``, signed values;
+  not a long camelCase name)                                   → ``<token>``
 - 10 or 13 digits that read as a time within ten years of now, in seconds or milliseconds
   (a fraction of a second may follow)                           → ``<epoch>``
 
@@ -34,7 +35,7 @@ HTTP_DATE = re.compile(
     r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ -]\d{2,4} \d{2}:\d{2}:\d{2} GMT"
 )
 LONG_HEX = re.compile(r"\b[0-9a-fA-F]{16,}\b")
-TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*[A-Z])(?=[\w-]*[a-z])(?=[\w-]*\d)[\w-]{22,}(?![\w-])")
+TOKEN_LIKE = re.compile(r"(?<![\w-])[A-Za-z0-9_-]{22,}(?![\w-])")
 EPOCH_DIGITS = re.compile(r"(?<![\d.])(?:\d{13}|\d{10}(?:\.\d+)?)(?![\d.])")
 COOKIE_VALUE_MASKED_FROM = 16
 PLACEHOLDERS = (
@@ -42,7 +43,6 @@ PLACEHOLDERS = (
     (ISO_TIME, "<time>"),
     (HTTP_DATE, "<time>"),
     (LONG_HEX, "<hex>"),
-    (TOKEN, "<token>"),
 )
 
 
@@ -52,9 +52,18 @@ def is_epoch(number: float) -> bool:
     return any(abs(number / scale - now) < TEN_YEARS for scale in (1, 1000))
 
 
+def is_token(word: str) -> bool:
+    """Whether `word` reads as random: both cases, and digits or many upper-case letters
+    (a random token without a digit is no rarity; a camelCase name has few capitals)."""
+    upper, lower = sum(c.isupper() for c in word), sum(c.islower() for c in word)
+    has_digit = any(c.isdigit() for c in word)
+    return bool(upper and lower) and (has_digit or upper * 4 >= upper + lower)
+
+
 def mask_text(text: str) -> str:
     for pattern, placeholder in PLACEHOLDERS:
         text = pattern.sub(placeholder, text)
+    text = TOKEN_LIKE.sub(lambda match: "<token>" if is_token(match[0]) else match[0], text)
     return EPOCH_DIGITS.sub(
         lambda match: "<epoch>" if is_epoch(float(match[0])) else match[0], text
     )

@@ -61,13 +61,14 @@ def sides_of(spec: str, *, max_body: int) -> Iterator[Sides]:
             app, wsgi = alone.plugins.context.app, alone.wsgi
             if app is None:
                 raise TargetError(NO_APP.format(spec=spec))
+            cleanup.callback(alone.log.close)  # the second copy's own: it serves no request
             gateway = wrapped
         else:
             wsgi = kind_of_app(wrapped, spec)
             folder = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="adopt-check-"))
             log = EventLog(f"sqlite:///{Path(folder) / 'gateway.db'}")
             cleanup.callback(log.close)
-            gateway, app = Gateway(wrapped, log=log, wsgi=wsgi), alone
+            gateway, app = Gateway(wrapped, log=log), alone
         yield Sides(ThreadedWSGI(app, max_body=max_body) if wsgi else app, gateway)  # type: ignore[arg-type]
 
 
