@@ -182,7 +182,7 @@ def test_a_stream_that_never_ends_is_read_up_to_the_timeout(
 ) -> None:
     recording = tmp_path / "events.jsonl"
     recording.write_text('{"method": "GET", "path": "/events"}\n{"method": "GET", "path": "/me"}\n')
-    ran = adopt_check(f"{site.module}:app", "--requests", recording, "--timeout", "0.3", "--json")
+    ran = adopt_check(f"{site.module}:app", "--requests", recording, "--timeout", "1", "--json")
     assert ran.status == 0
     events, me = json.loads(ran.out)["results"]
     for side in ("app", "gateway"):
