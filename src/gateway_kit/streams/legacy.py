@@ -8,11 +8,16 @@ event's position within its run, `ts` its commit time (epoch seconds). The answe
 ``task_id`` and ``status``: ``"running"`` until the client has been given the run's terminal
 event, then ``"completed"`` (``Finish``) or ``"failed"`` (``Error``).
 
+That is the example app's shape. Every app polls its own way: a `TaskPollShape` says how the
+app's answer looks (a function of the task's events, status and next offset), which query
+parameter carries the offset, and the app's own answers for another user's task and for a
+poll without credentials, so that its unmodified clients keep working.
+
 A task the log does not know is not answered here: the request goes on to the wrapped app, so
 a legacy app that still keeps its own deque keeps working while its writes move to the log. A
-task the log knows needs a principal (401) and is read only by whom `authorize_subscription`
-allows to read its stream; the others get the 404 the legacy app gave for another user's task,
-which says nothing of whether the task exists.
+task the log knows needs a principal (the shape's ``unauthenticated`` answer) and is read only
+by whom `authorize_subscription` allows to read its stream; the others get the shape's
+``not_found`` answer, which says nothing of whether the task exists.
 One answer holds at most `MAX_EVENTS` events, the old deque's capacity, and stops after the
 event whose data brings it to the gateway's `max_page_bytes` (it always holds one); a client
 that polls with `next_offset` gets the rest on its next poll.
@@ -25,25 +30,25 @@ import logging
 
 from ..exceptions import DatabaseUnavailable, InvalidEvent
 from ..hooks import Plugins
-from ..http.errors import NOT_FOUND, HTTPError
+from ..http.errors import HTTPError, send_json
 from ..http.request import BadPath, Request, decode_segment, relative_path
+from ..identity.principal import principal_of
 from ..log import EventLog
-from ..log.event import ERROR, FINISH, MAX_SEQ, check_name, shown
+from ..log.event import ERROR, FINISH, MAX_SEQ, Event, check_name, shown
 from ..settings import DEFAULT_LEGACY_TASKS_PATH
 from ..types import ASGIApp, Receive, Scope, Send
 from .page import send_json_pieces
 from .request import INVALID_CURSOR, BadRequest, bounded_int
 from .runindex import RunEntry
 from .service import StreamService, log_unavailable, service_of
+from .task_shape import EXAMPLE_SHAPE, RUNNING, PolledTask, TaskEvent, TaskPollShape
 
 logger = logging.getLogger("gateway_kit.streams")
 
 MAX_EVENTS = 20_000
-BAD_OFFSET = "from must be a non-negative integer index, got {value}"
-OFFSET_TOO_LARGE = "from is larger than any index a task can have, got {value}"
+BAD_OFFSET = "{name} must be a non-negative integer index, got {value}"
+OFFSET_TOO_LARGE = "{name} is larger than any index a task can have, got {value}"
 STATUS_BY_TERMINAL = {FINISH: "completed", ERROR: "failed"}
-RUNNING = "running"
-NO_SUCH_TASK = "no task {task_id} of yours"
 
 
 class LegacyTaskPoll:
@@ -55,6 +60,7 @@ class LegacyTaskPoll:
     :param log: instead of `service`, the log the tasks' events are read from (a service of
         the part's own is made from it).
     :param path: where the legacy poll lives.
+    :param shape: how the app's poll looks (`TaskPollShape`); the example app's by default.
     """
 
     def __init__(
@@ -65,8 +71,10 @@ class LegacyTaskPoll:
         service: StreamService | None = None,
         log: EventLog | None = None,
         path: str = DEFAULT_LEGACY_TASKS_PATH,
+        shape: TaskPollShape = EXAMPLE_SHAPE,
     ) -> None:
         self.app = app
+        self.shape = shape
         self.service = service_of(type(self).__name__, service, log)
         self.plugins = plugins
         self._under = path.rstrip("/") + "/"
@@ -99,19 +107,31 @@ class LegacyTaskPoll:
         entry = await self.service.run_entry(task_id)
         if entry is None:
             return False
-        offset = parse_offset(request.query)
-        if not await self.plugins.authorize_subscription(request.principal, entry.stream):
+        shape = self.shape
+        principal = principal_of(request.scope)
+        if principal is None:
+            await send_json(request.send, *shape.refusal("unauthenticated", task_id))
+            return True
+        offset = parse_offset(request.query, shape.offset_param)
+        if not await self.plugins.authorize_subscription(principal, entry.stream):
             # As the legacy app answered another user's task: whether it exists stays unsaid.
-            raise HTTPError(404, NOT_FOUND, NO_SUCH_TASK.format(task_id=task_id))
+            await send_json(request.send, *shape.refusal("not_found", task_id))
+            return True
         try:
-            await serve_legacy_poll(
-                request.send,
-                self.service.log,
-                entry,
-                task_id,
-                offset,
-                self.service.options.max_page_bytes,
-            )
+            if shape.answer is None:
+                await serve_legacy_poll(
+                    request.send,
+                    self.service.log,
+                    entry,
+                    task_id,
+                    offset,
+                    self.service.options.max_page_bytes,
+                )
+            else:
+                polled = await poll_task(
+                    self.service.log, entry, task_id, offset, self.service.options.max_page_bytes
+                )
+                await send_json(request.send, 200, shape.answer(polled))
         except DatabaseUnavailable:
             raise
         except Exception:
@@ -120,29 +140,25 @@ class LegacyTaskPoll:
         return True
 
 
-def parse_offset(params: dict[str, str]) -> int:
-    value = params.get("from", "0").strip() or "0"
+def parse_offset(params: dict[str, str], name: str = "from") -> int:
+    value = params.get(name, "0").strip() or "0"
     if not (value.isascii() and value.isdigit()):
-        raise BadRequest(INVALID_CURSOR, BAD_OFFSET.format(value=shown(params.get("from"))))
+        given = shown(params.get(name))
+        raise BadRequest(INVALID_CURSOR, BAD_OFFSET.format(name=name, value=given))
     offset = bounded_int(value, MAX_SEQ)
     if offset > MAX_SEQ:
-        message = OFFSET_TOO_LARGE.format(value=shown(params.get("from")))
+        message = OFFSET_TOO_LARGE.format(name=name, value=shown(params.get(name)))
         raise BadRequest(INVALID_CURSOR, message)
     return offset
 
 
-async def serve_legacy_poll(
-    send: Send,
-    log: EventLog,
-    entry: RunEntry,
-    task_id: str,
-    offset: int,
-    max_bytes: int | None = None,
-) -> None:
-    """Answer the poll of `task_id`, whose entry the run index holds, from index `offset`;
-    `max_bytes` caps the answer by its events' data (it holds one event at least)."""
+async def read_from(
+    log: EventLog, entry: RunEntry, task_id: str, offset: int, max_bytes: int | None
+) -> tuple[list[Event], int, str]:
+    """The task's events from index `offset` (capped by `max_bytes` of data, one at least),
+    the next offset, and the status a client given them may know."""
     known = len(entry.seqs)
-    events = []
+    events: list[Event] = []
     if offset < known:
         after = entry.seqs[offset - 1] if offset else 0
         limit = min(known - offset, MAX_EVENTS)
@@ -153,6 +169,33 @@ async def serve_legacy_poll(
     status = RUNNING
     if entry.terminal_type is not None and entry.ended_by(client_seq):
         status = STATUS_BY_TERMINAL.get(entry.terminal_type, RUNNING)
+    return events, next_offset, status
+
+
+async def poll_task(
+    log: EventLog, entry: RunEntry, task_id: str, offset: int, max_bytes: int | None = None
+) -> PolledTask:
+    """What a poll of `task_id` from `offset` gives, for an app's own shape."""
+    events, next_offset, status = await read_from(log, entry, task_id, offset, max_bytes)
+    items = [
+        TaskEvent(offset + i, e.type, e.data, e.created_at.timestamp(), e.seq)
+        for i, e in enumerate(events)
+    ]
+    return PolledTask(task_id, status, items, next_offset)
+
+
+async def serve_legacy_poll(
+    send: Send,
+    log: EventLog,
+    entry: RunEntry,
+    task_id: str,
+    offset: int,
+    max_bytes: int | None = None,
+) -> None:
+    """Answer the poll of `task_id`, whose entry the run index holds, from index `offset`, in
+    the example app's shape, encoded as it is sent; `max_bytes` caps the answer by its events'
+    data (it holds one event at least)."""
+    events, next_offset, status = await read_from(log, entry, task_id, offset, max_bytes)
     items = (
         f'{"," if i else ""}{{"idx":{offset + i},"type":{json.dumps(e.type)},'
         f'"data":{e.data_json},"ts":{e.created_at.timestamp()!r}}}'
