@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from websockets.asyncio.client import connect
 
-from gateway_kit import EventLog, Gateway, Middleware, WrappedApp
+from gateway_kit import EventLog, Gateway, LegacySurfaces, Middleware, WrappedApp
 from gateway_kit.gateway import is_wsgi
 from gateway_kit.principal import principal_of
 from gateway_kit.types import Message
@@ -220,7 +220,13 @@ def test_app_middleware_observes_the_wrapped_apps_traffic_only(
     log.append("conv", "Message", {}, run_id="task-1")
     seen: list[tuple[str, int]] = []
     middleware = (StarletteMiddleware if starlette_style else Middleware)(Observer, seen=seen)
-    gateway = Gateway(flask_app(), log=log, app_middleware=[middleware], allow_anonymous=True)
+    gateway = Gateway(
+        flask_app(),
+        log=log,
+        app_middleware=[middleware],
+        allow_anonymous=True,
+        legacy_tasks_path="/api/tasks",
+    )
     assert get(gateway, "/hello").status_code == 200
     assert get(gateway, "/api/tasks/task-1").status_code == 200  # served from the log
     assert get(gateway, "/gateway/streams/conv/events", headers={"accept": "application/json"})
@@ -240,6 +246,7 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         log=log,
         socketio=socketio,
         app_middleware=[Middleware(Observer, seen=seen)],
+        legacy_tasks_path="/api/tasks",
     )
     parts, app = [], gateway.stack
     while app is not None:
@@ -300,3 +307,27 @@ def test_the_socketio_mount_gets_http_and_websocket_requests_over_a_real_server(
     assert [kind for kind, _, _ in seen] == ["http", "http", "websocket"]
     assert {path for _, path, _ in seen} == {"/gateway/socket.io/"}
     assert {user for _, _, user in seen} == {"anonymous"}  # identity ran first
+
+
+def test_start_up_names_each_path_of_the_app_the_gateway_answers(
+    log: EventLog, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="gateway_kit"):
+        Gateway(flask_app(), log=log)
+    assert "instead of the app" not in caplog.text  # by default it answers none of them
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="gateway_kit"):
+        Gateway(
+            flask_app(),
+            log=log,
+            legacy=LegacySurfaces(tasks="/api/jobs", usage="/api/usage", socketio="/ws"),
+        )
+    taken = [r.getMessage() for r in caplog.records if "instead of the app" in r.getMessage()]
+    assert taken == [
+        "gateway_kit answers /api/jobs/<task_id> instead of the app: the task poll, from the log "
+        "(legacy surface 'tasks')",
+        "gateway_kit answers /api/usage instead of the app: the caller's usage totals "
+        "(legacy surface 'usage')",
+        "gateway_kit answers /ws instead of the app: Socket.IO, served by the gateway "
+        "(legacy surface 'socketio')",
+    ]

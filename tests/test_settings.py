@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import inspect
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from gateway_kit import EventLog, Gateway, GatewaySettings, SettingsError
+from gateway_kit import (
+    EventLog,
+    Gateway,
+    GatewaySettings,
+    LegacySurfaces,
+    SettingsError,
+    TaskPollShape,
+)
 from gateway_kit.settings import DATABASE_URL_VAR, DEFAULT_DATABASE_URL, database_url
 
 GATEWAY_KIT = str(Path(sys.executable).parent / "gateway-kit")
@@ -49,13 +57,11 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("max_body_bytes", True),
         ("prefix", "gateway"),
         ("prefix", "/"),
-        ("legacy_tasks_path", "api/tasks"),
         ("working_dir", ""),
         ("owned_run_sweep_interval", 0),
         ("ticket_ttl", 0),
         ("ticket_rate", (0, 10.0)),
         ("ticket_rate", 5),
-        ("legacy_socket_token_path", "api/socket-token"),
         ("socket_origins", "https://app.example.com"),
         ("socket_origins", ["app.example.com"]),
         ("reply_timeout", 0),
@@ -69,7 +75,6 @@ def test_a_database_url_that_cannot_work_names_where_it_came_from(url: str) -> N
         ("plugin_hung_limit", 2.5),
         ("body_timeout", 0),
         ("body_timeout", float("inf")),
-        ("legacy_socketio_path", "socket.io"),
         ("max_page_bytes", 0),
         ("max_page_bytes", 4.5),
         ("max_message_bytes", -1),
@@ -95,8 +100,55 @@ def test_every_gateway_setting_is_a_gateway_parameter() -> None:
 
 
 def test_paths_lose_their_trailing_slash() -> None:
-    settings = GatewaySettings(prefix="/gk/", legacy_tasks_path="/api/tasks/")
-    assert (settings.prefix, settings.legacy_tasks_path) == ("/gk", "/api/tasks")
+    assert GatewaySettings(prefix="/gk/").prefix == "/gk"
+    assert LegacySurfaces(tasks="/api/tasks/").tasks == "/api/tasks"
+
+
+@pytest.mark.parametrize(
+    ("surfaces", "said"),
+    [
+        ({"tasks": "api/tasks"}, "legacy tasks must start with '/'"),
+        ({"socket_token": "api/socket-token"}, "legacy socket_token must start with '/'"),
+        ({"socketio": "socket.io"}, "legacy socketio must start with '/'"),
+        ({"usage": "/"}, "legacy usage must start with '/'"),
+        ({"usage": "/api/x", "approvals": "/api/x/"}, "given to two legacy surfaces"),
+        ({"task_shape": {"answer": None}}, "must be a TaskPollShape"),
+        ({"csrf_token_route": 7}, "legacy csrf_token_route"),
+    ],
+)
+def test_a_legacy_surface_that_cannot_work_is_refused_naming_it(
+    surfaces: dict[str, object], said: str
+) -> None:
+    with pytest.raises(SettingsError, match=re.escape(said)):
+        LegacySurfaces(**surfaces)  # type: ignore[arg-type]
+
+
+def test_legacy_surfaces_are_given_one_way_and_outside_the_prefix(sqlite_url: str) -> None:
+    with EventLog(sqlite_url) as log:
+        with pytest.raises(SettingsError, match="legacy_usage_path; give them in legacy= alone"):
+            Gateway(
+                log=log,
+                legacy=LegacySurfaces(tasks="/api/tasks"),
+                legacy_usage_path="/api/usage",
+            )
+        with pytest.raises(SettingsError, match="under the gateway's own prefix"):
+            Gateway(log=log, legacy=LegacySurfaces(usage="/gateway/usage"))
+
+
+@pytest.mark.parametrize(
+    ("shape", "said"),
+    [
+        ({"answer": "not a function"}, "answer=...) must be a function"),
+        ({"offset_param": ""}, "offset_param=...) must be a non-empty string"),
+        ({"not_found": (999, {})}, "not_found=...) must be (an HTTP status"),
+        ({"unauthenticated": "no"}, "unauthenticated=...) must be (an HTTP status"),
+    ],
+)
+def test_a_task_shape_that_cannot_work_is_refused_naming_it(
+    shape: dict[str, object], said: str
+) -> None:
+    with pytest.raises(SettingsError, match=re.escape(said)):
+        TaskPollShape(**shape)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

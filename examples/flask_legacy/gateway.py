@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, LegacySurfaces
 from gateway_kit.demo import create_app
 from gateway_kit.demo.secret import database_key
 from gateway_kit.settings import database_url
@@ -42,6 +42,15 @@ flask_app.config["EVENT_LOG"] = log
 app = Gateway(
     flask_app,
     log=log,
+    # The app's own paths the gateway answers for its unmodified legacy clients (each is logged
+    # at start-up); every other path of the app is the app's, answered as without the gateway.
+    legacy=LegacySurfaces(
+        tasks="/api/tasks",  # the task poll, from the log, in the app's shape
+        usage="/api/usage",
+        socket_token="/api/socket-token",
+        approvals="/api/plan-approvals/pending",
+        csrf_token_route="/api/csrf-token",
+    ),
     plugin_config={"publish_guard": {"public_root": flask_app.config["PUBLIC_ROOT"]}},
 )
 

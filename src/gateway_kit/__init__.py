@@ -43,7 +43,7 @@ from .execution.routes import HeartbeatRoutes
 from .execution.settings import ExecutionSettings
 from .execution.state import ExecutionState
 from .execution.tmux import Tmux, TmuxError
-from .gateway import Gateway
+from .gateway import Gateway, LegacySurfaces
 from .hooks import GuardFailure, GuardVeto, PluginContext, Plugins, RecoveryPlan, hookimpl
 from .http.fallback import PrefixNotFound
 from .http.lifespan import Lifespan, Work
@@ -61,6 +61,7 @@ from .runs.transcript import ToolCall, final_assistant_text, tool_calls
 from .settings import GatewaySettings
 from .sockets import PresenceRoutes, SocketServer
 from .streams import LegacyTaskPoll, StreamRoutes
+from .streams.task_shape import PolledTask, TaskEvent, TaskPollShape
 from .upstream import GooseUpstream
 from .upstream.pump import PumpSettings
 from .usage import UsageRoutes
@@ -97,6 +98,7 @@ __all__ = [
     "IdentityMiddleware",
     "InvalidCursor",
     "InvalidEvent",
+    "LegacySurfaces",
     "LegacyTaskPoll",
     "LifecycleSettings",
     "Lifespan",
@@ -109,6 +111,7 @@ __all__ = [
     "PluginContext",
     "PluginError",
     "Plugins",
+    "PolledTask",
     "PrefixNotFound",
     "PresenceRoutes",
     "Principal",
@@ -128,6 +131,8 @@ __all__ = [
     "StreamOwners",
     "StreamRoutes",
     "SweepOwnedRuns",
+    "TaskEvent",
+    "TaskPollShape",
     "TicketRoutes",
     "Tmux",
     "TmuxClaims",

@@ -147,10 +147,10 @@ def normalize_path(name: str, value: object, *, example: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class GatewaySettings:
-    """The tunables of a `Gateway`, checked when it is made (see `Gateway` for each one)."""
+    """The tunables of a `Gateway`, checked when it is made (see `Gateway` for each one); which
+    of the app's paths it answers is `gateway_kit.gateway.legacy.LegacySurfaces`."""
 
     prefix: str = DEFAULT_PREFIX
-    legacy_tasks_path: str | None = DEFAULT_LEGACY_TASKS_PATH
     wsgi_workers: int = DEFAULT_WSGI_WORKERS
     ping_interval: float = DEFAULT_PING_INTERVAL
     send_timeout: float = DEFAULT_SEND_TIMEOUT
@@ -162,8 +162,6 @@ class GatewaySettings:
     working_dir: str = DEFAULT_WORKING_DIR
     ticket_ttl: float = DEFAULT_TICKET_TTL
     ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE
-    legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH
-    legacy_usage_path: str | None = DEFAULT_LEGACY_USAGE_PATH
     socket_origins: tuple[str, ...] | None = None
     # None: as `lifecycle_settings` says (its defaults are the DEFAULT_* above).
     reply_timeout: float | None = None
@@ -171,7 +169,6 @@ class GatewaySettings:
     max_run_duration: float | None = None
     plugin_hung_limit: int = DEFAULT_PLUGIN_HUNG_LIMIT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
-    legacy_socketio_path: str | None = None
     max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     credential_refresh_interval: float = DEFAULT_CREDENTIAL_REFRESH_INTERVAL
@@ -179,16 +176,10 @@ class GatewaySettings:
     socketio_redis_url: str | None = None
     socketio_redis_channel: str = DEFAULT_REDIS_CHANNEL
     approval_expiry: float = DEFAULT_APPROVAL_EXPIRY
-    legacy_approvals_path: str | None = DEFAULT_LEGACY_APPROVALS_PATH
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalised values are set once, here
         set_(self, "prefix", normalize_path("prefix", self.prefix, example=DEFAULT_PREFIX))
-        if self.legacy_tasks_path is not None:
-            path = normalize_path(
-                "legacy_tasks_path", self.legacy_tasks_path, example=DEFAULT_LEGACY_TASKS_PATH
-            )
-            set_(self, "legacy_tasks_path", path)
         for name in ("wsgi_workers", "queue_size", "max_body_bytes"):
             check_count(name, getattr(self, name))
         for name in (
@@ -211,25 +202,6 @@ class GatewaySettings:
         except (TypeError, ValueError, SettingsError):
             raise SettingsError(BAD_TICKET_RATE.format(value=rate)) from None
         set_(self, "ticket_rate", (count, float(seconds)))
-        if self.legacy_socket_token_path is not None:
-            path = normalize_path(
-                "legacy_socket_token_path",
-                self.legacy_socket_token_path,
-                example=DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
-            )
-            set_(self, "legacy_socket_token_path", path)
-        if self.legacy_usage_path is not None:
-            path = normalize_path(
-                "legacy_usage_path", self.legacy_usage_path, example=DEFAULT_LEGACY_USAGE_PATH
-            )
-            set_(self, "legacy_usage_path", path)
-        if self.legacy_approvals_path is not None:
-            path = normalize_path(
-                "legacy_approvals_path",
-                self.legacy_approvals_path,
-                example=DEFAULT_LEGACY_APPROVALS_PATH,
-            )
-            set_(self, "legacy_approvals_path", path)
         origins = self.socket_origins
         if origins is not None:
             if isinstance(origins, str) or not all(_origin(o) for o in origins):
@@ -242,11 +214,6 @@ class GatewaySettings:
             check_duration("max_run_duration", self.max_run_duration)
         check_count("plugin_hung_limit", self.plugin_hung_limit)
         check_seconds("body_timeout", self.body_timeout)
-        if self.legacy_socketio_path is not None:
-            path = normalize_path(
-                "legacy_socketio_path", self.legacy_socketio_path, example=LEGACY_SOCKETIO_EXAMPLE
-            )
-            set_(self, "legacy_socketio_path", path)
         for name in ("max_page_bytes", "max_message_bytes"):
             check_count(name, getattr(self, name))
         check_seconds("credential_refresh_interval", self.credential_refresh_interval)

@@ -179,7 +179,7 @@ async def gateway(
         log=log,
         upstream=upstream if with_upstream else None,
         load_entry_points=False,
-        **options,
+        **{"legacy_approvals_path": PATH, **options},
     )
     transport = httpx.ASGITransport(app=served)
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
@@ -381,11 +381,11 @@ async def app_answer(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def test_without_the_legacy_path_the_app_answers_it(log: EventLog) -> None:
+def test_unless_switched_on_the_app_answers_its_own_list(log: EventLog) -> None:
     async def main() -> None:
         async with gateway(log, allow_anonymous=True, legacy_approvals_path=None) as (client, _):
             assert (await client.get(PATH)).status_code == 404  # no app: the gateway's 404
-        served = Gateway(app_answer, log=log, allow_anonymous=True, legacy_approvals_path=None)
+        served = Gateway(app_answer, log=log, allow_anonymous=True)
         transport = httpx.ASGITransport(app=served)
         async with httpx.AsyncClient(transport=transport, base_url="http://app.test") as client:
             assert (await client.get(PATH)).json() == {"from": "the app"}
@@ -394,7 +394,12 @@ def test_without_the_legacy_path_the_app_answers_it(log: EventLog) -> None:
 
 
 def test_the_part_alone_needs_a_principal_and_passes_every_other_request_on() -> None:
-    part = ApprovalRoutes(app_answer, approvals=None, plugins=None)  # type: ignore[arg-type]
+    part = ApprovalRoutes(
+        app_answer,
+        approvals=None,
+        plugins=None,  # type: ignore[arg-type]
+        legacy_path=PATH,
+    )
 
     async def main() -> None:
         transport = httpx.ASGITransport(app=part)

@@ -93,7 +93,12 @@ def listed(log_url: str) -> Iterator[tuple[asyncio.Runner, Gateway, EventLog, di
         _, token = ApiTokens(log).create("alice")
         fake = FakeGoose()
         upstream = GooseUpstream(secret_key=fake.secret_key, client=fake.client())
-        gateway = Gateway(log=log, upstream=upstream, load_entry_points=False)
+        gateway = Gateway(
+            log=log,
+            upstream=upstream,
+            load_entry_points=False,
+            legacy_approvals_path="/api/plan-approvals/pending",
+        )
         assert gateway.approvals is not None
         for stream in ("conv", "other"):
             runner.run(

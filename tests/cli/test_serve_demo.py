@@ -212,9 +212,17 @@ def test_the_demo_needs_a_login_unless_anonymous_and_says_so(tmp_path: Path) -> 
     with running([*EXE, "demo", "--port", str(port), "--anonymous"], tmp_path) as demo:
         banner = read_banner(demo)
         assert "--anonymous: requests without credentials are served as 'anonymous'" in banner
+        # What anonymous mode leaves out is said, not found out.
+        assert "publish_guard does not check it and no usage is recorded" in " ".join(
+            banner.split()
+        )
+        assert "still needs its login" in banner
         assert httpx.get(page, headers=json_page).status_code == 200
         _, err = stop(demo)
     assert "allow_anonymous=True" in err  # the gateway's own warning, logged at start-up
+    # Each of the example app's paths the gateway answers instead of it, named at start-up.
+    for path in ("/api/tasks/<task_id>", "/api/usage", "/api/socket-token", "/socket.io"):
+        assert f"gateway_kit answers {path} instead of the app" in err
 
 
 def test_demo_serves_on_a_free_port_when_8000_is_taken(tmp_path: Path) -> None:

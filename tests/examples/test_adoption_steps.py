@@ -1,17 +1,19 @@
-"""The README's "Adopting gateway_kit in three steps", followed as written with a legacy app of
-the test's own (`adoption_app`), and an unmodified legacy client run after every step.
+"""The README's "Adopting gateway_kit", followed as written with a legacy app of the test's own,
+unlike the example (`adoption_app`: its own login key, Bearer tokens and API keys, its own
+``/api/usage``, ``/api/socket-token`` and ``/api/plan-approvals/pending``, its own job poll),
+and its unmodified clients compared, answer by answer, with the app served alone.
 
-Step 0 is the bare Flask app; step 1 wraps it in `Gateway`; step 2 moves its event writes to
-the log with the conversation's owner declared (by `StreamOwners` and `log.append`, or by an
-`owned_run`), and chooses the identity its session cookie needs; step 3 adds SSE clients beside
-the old ones. Each step is a new process's app over the
-same database and the same app records, as a redeploy would be.
+Step 0 is the bare Flask app; step 1 wraps it in `Gateway` and nothing else; step 2 moves its
+event writes to the log, tells the gateway who its users are, and lets the gateway answer the job
+poll in the app's shape; step 3 adds SSE clients beside the old ones. Each step is a new
+process's app over the same database and the same app records, as a redeploy would be.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, LegacySurfaces
 from gateway_kit.settings import database_url
 
 from ..serving import serve_in_thread
@@ -27,24 +29,27 @@ from ..waiting import wait_until
 from .adoption_app import (
     APPEND,
     FINISH_DATA,
+    JOB_SHAPE,
     OWNED_RUN,
     REPLY,
     USER_KEY,
-    Answer,
+    AppCredentials,
     LegacyApp,
     legacy_app,
     legacy_client,
-    log_in,
+    sign_in,
 )
 
 CONVERSATION = "alice-notes"
 TIMEOUT = 10.0
-TASK_EVENTS = len(REPLY) + 2  # the user's message, the reply's chunks, the Finish
-Transcript = list[tuple[int, str, dict[str, Any]]]
+JOB_EVENTS = len(REPLY) + 2  # the user's message, the reply's chunks, the Finish
+UNKNOWN_JOB = "0123"  # a job the log does not hold goes on to the app, which says it has none
+HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
+Clients = Callable[[], httpx.Client]
 
 
 @contextlib.contextmanager
-def served(app: object) -> Iterator[Callable[[], httpx.Client]]:
+def served(app: object) -> Iterator[Clients]:
     """Serve `app` under uvicorn; yields a maker of clients of it, each with its own cookies."""
     with serve_in_thread(app) as url, contextlib.ExitStack() as clients:
 
@@ -54,59 +59,223 @@ def served(app: object) -> Iterator[Callable[[], httpx.Client]]:
         yield new_client
 
 
-def expected_transcript(message: str) -> Transcript:
-    events = [("Message", {"role": "user", "text": message})]
-    events += [("Message", {"role": "assistant", "text": chunk}) for chunk in REPLY]
-    return [
-        (idx, type, data) for idx, (type, data) in enumerate([*events, ("Finish", FINISH_DATA)])
-    ]
+@contextlib.contextmanager
+def served_alone(app: LegacyApp) -> Iterator[Clients]:
+    """The Flask app alone, in process, as it was before the gateway."""
+    transport = httpx.WSGITransport(app=app.flask)
+    with contextlib.ExitStack() as clients:
+
+        def new_client() -> httpx.Client:
+            client = httpx.Client(transport=transport, base_url="http://legacy.test")
+            return clients.enter_context(client)
+
+        yield new_client
 
 
-def check_legacy_answers(task_id: str, answers: list[Answer], message: str) -> None:
-    """The answers are the legacy poll's, in its shape, and hand over the whole task once."""
-    offset = 0
-    for answer in answers:
-        assert set(answer) == {"task_id", "status", "events", "next_offset"}, answer
-        assert answer["task_id"] == task_id
-        for i, event in enumerate(answer["events"]):
-            assert set(event) == {"idx", "type", "data", "ts"}, event
-            assert event["idx"] == offset + i and isinstance(event["ts"], float)
-        assert answer["next_offset"] == offset + len(answer["events"])
-        offset = answer["next_offset"]
-    # The turn is held after its first chunk until the first poll is answered: the client
-    # polls from `next_offset` at least once.
-    assert len(answers) >= 2
-    assert [a["status"] for a in answers] == ["running"] * (len(answers) - 1) + ["completed"]
-    received = [(e["idx"], e["type"], e["data"]) for a in answers for e in a["events"]]
-    assert received == expected_transcript(message)
+def masked(answer: httpx.Response) -> tuple[int, str, Any]:
+    """What a client sees of an answer (status, type, JSON body), job ids masked."""
+    kind = answer.headers.get("content-type", "").split(";")[0]
+    try:
+        body: Any = answer.json()
+    except ValueError:
+        body = answer.text
+    return answer.status_code, kind, json.loads(HEX_ID.sub("<id>", json.dumps(body)))
 
 
-def run_legacy_client(
-    legacy: LegacyApp,
-    client: httpx.Client,
-    message: str,
-    before_release: Callable[[str], None],
-    user: str | None = "alice",
-) -> str:
-    """Alice's old client runs a task to its end in her conversation; the task id."""
+def every_answer(app: LegacyApp, new_client: Clients) -> dict[str, Any]:
+    """An unmodified session of every kind of client: alice's browser runs a job to its end,
+    then everyone asks the app what they always asked. Each answer, by what was asked."""
+    alice, bob, anyone = new_client(), new_client(), new_client()
+    sign_in(alice, "alice")
+    sign_in(bob, "bob")
+    job_id, polls = legacy_client(alice, CONVERSATION, "hi", after_first_poll=app.release)
+    job = f"/api/jobs/{job_id}"
+    token = {"authorization": "Bearer app.alice"}
+    asked: dict[str, Callable[[], httpx.Response]] = {
+        "bad sign-in": lambda: anyone.post("/auth/sign-in", json={"user": "alice"}),
+        "me, nobody": lambda: anyone.get("/api/me"),
+        "me, cookie": lambda: alice.get("/api/me"),
+        "me, app token": lambda: anyone.get("/api/me", headers=token),
+        "me, api key": lambda: anyone.get("/api/me", headers={"x-api-key": "key-bob"}),
+        "me, bad token": lambda: anyone.get("/api/me", headers={"authorization": "Bearer x"}),
+        # The app's token decides, not the cookie beside it.
+        "me, bad token and cookie": lambda: alice.get(
+            "/api/me", headers={"authorization": "Bearer app.nobody"}
+        ),
+        "me, basic": lambda: anyone.get("/api/me", headers={"authorization": "Basic YTpi"}),
+        "usage, nobody": lambda: anyone.get("/api/usage"),
+        "usage, app token": lambda: anyone.get("/api/usage", headers=token),
+        "usage, bad token": lambda: anyone.get("/api/usage", headers={"authorization": "Bearer"}),
+        "socket token, cookie": lambda: alice.get("/api/socket-token"),
+        "socket token, nobody": lambda: anyone.get("/api/socket-token"),
+        "plans, cookie": lambda: alice.get("/api/plan-approvals/pending"),
+        "job, whole": lambda: alice.get(job, params={"cursor": 0}),
+        "job, the rest": lambda: alice.get(job, params={"cursor": 2}),
+        "job, past its end": lambda: alice.get(job, params={"cursor": 99}),
+        "job, by app token": lambda: anyone.get(job, headers=token),
+        "job, by api key": lambda: anyone.get(job, headers={"x-api-key": "key-alice"}),
+        "job, another user's": lambda: bob.get(job),
+        "job, nobody's": lambda: anyone.get(job),
+        "job, unknown": lambda: alice.get(f"/api/jobs/{UNKNOWN_JOB}"),
+        "job, in another's thread": lambda: bob.post(
+            "/api/jobs", json={"thread": CONVERSATION, "prompt": "mine now"}
+        ),
+    }
+    answers = {name: masked(ask()) for name, ask in asked.items()}
+    answers["the browser's transcript"] = transcript(polls)
+    return answers
 
-    def after_first_poll(task_id: str) -> None:
-        before_release(task_id)
-        legacy.release(task_id)
 
-    task_id, answers = legacy_client(
-        client, user, CONVERSATION, message, after_first_poll=after_first_poll
+def transcript(polls: list[dict[str, Any]]) -> dict[str, Any]:
+    """What alice's browser made of its polls: the events in order, the phases it saw."""
+    events = [event for poll in polls for event in poll["events"]]
+    assert [e["i"] for e in events] == list(range(JOB_EVENTS)), events
+    assert all(set(poll) == {"job", "phase", "events", "cursor"} for poll in polls)
+    phases = [poll["phase"] for poll in polls]
+    assert phases == ["busy"] * (len(polls) - 1) + ["over"]
+    return {"events": [(e["what"], e["body"]) for e in events], "last phase": phases[-1]}
+
+
+def assert_same(step: dict[str, Any], before: dict[str, Any]) -> None:
+    differ = {name: (before[name], step[name]) for name in before if step[name] != before[name]}
+    assert not differ, f"answers that changed: {json.dumps(differ, indent=1, default=str)}"
+
+
+def step_2_gateway(flask_app: Any, log: EventLog) -> Gateway:
+    """The README's step 2, as written there."""
+    return Gateway(
+        flask_app,
+        log=log,
+        # Who the app's users are: its cookie keeps them under "uid", its API clients send
+        # its own tokens (a plugin of the app's reads them).
+        plugin_config={"flask_session_identity": {"user_key": USER_KEY}},
+        plugins=[AppCredentials()],
+        # The gateway answers the job poll from the log, in the app's own shape.
+        legacy=LegacySurfaces(tasks="/api/jobs", task_shape=JOB_SHAPE),
     )
-    check_legacy_answers(task_id, answers, message)
-    return task_id
 
 
-def check_others_kept_out(client: httpx.Client, task_id: str) -> None:
-    """Bob neither reads Alice's task nor starts one in her conversation: 404, as ever."""
-    log_in(client, "bob")
-    assert client.get(f"/api/tasks/{task_id}", params={"from": 0}).status_code == 404
-    started = client.post("/api/tasks", json={"conversation_id": CONVERSATION, "message": "hi"})
-    assert started.status_code == 404
+@pytest.mark.parametrize("writes", [APPEND, OWNED_RUN])
+def test_every_adoption_step_keeps_every_answer_of_an_app_unlike_the_example(
+    log_url: str, writes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GATEWAY_KIT_DB", log_url)
+    conversations: dict[str, str] = {}  # the legacy app's own records, kept across redeploys
+
+    # Step 0: the bare Flask app, its events in each job's deque.
+    legacy = legacy_app(conversations)
+    with served_alone(legacy) as new_client:
+        before = every_answer(legacy, new_client)
+    assert before["the browser's transcript"]["events"][-1] == ("Finish", FINISH_DATA)
+
+    # Step 1: mounted, as the README's gateway.py writes it, and nothing else: every answer
+    # the same, the app's own tokens and routes included.
+    legacy = legacy_app(conversations)
+    flask_app = legacy.flask
+    log = EventLog(database_url())  # $GATEWAY_KIT_DB, else sqlite:///gateway.db
+    try:
+        app = Gateway(flask_app, log=log)  # an ASGI app
+        with served(app) as new_client:
+            assert_same(every_answer(legacy, new_client), before)
+        assert legacy.poll_hits  # the app answered its own polls
+        assert log.latest() is None
+    finally:
+        log.close()
+
+    # Step 2: the writes go to the log, the owner declared first, and the gateway answers the
+    # poll in the app's shape: every answer still the same, not one poll reaching the app.
+    log = EventLog(database_url())
+    try:
+        legacy = legacy_app(conversations, log, writes=writes)
+        with served(step_2_gateway(legacy.flask, log)) as new_client:
+            assert_same(every_answer(legacy, new_client), before)
+        assert legacy.poll_hits == [UNKNOWN_JOB]  # not one poll of a job the log holds
+        [step_2_job] = legacy.jobs
+        assert not legacy.jobs[step_2_job].events  # nor did the turn write to the deque
+        assert [e.type for e in log.read(run_id=step_2_job, settled=False)][-1] == "Finish"
+    finally:
+        log.close()
+
+    # Step 3: a redeploy of step 2; old clients poll as before while new ones follow over SSE.
+    log = EventLog(database_url())
+    try:
+        legacy = legacy_app(conversations, log, writes=writes)
+        with served(step_2_gateway(legacy.flask, log)) as new_client:
+            browser = new_client()
+            sign_in(browser, "alice")
+
+            def new_job_ended(event: dict[str, Any]) -> bool:
+                return bool(event["type"] == "Finish" and event["run_id"] != step_2_job)
+
+            reader = SseReader(browser, f"/gateway/streams/{CONVERSATION}/events", new_job_ended)
+            reader.start()
+
+            def streamed_while_running(job_id: str) -> None:
+                # The reply's first chunk reaches the SSE client while the turn is held.
+                wait_until(lambda: any(is_reply(e, job_id) for e in reader.events), TIMEOUT)
+                legacy.release(job_id)
+
+            old = new_client()
+            sign_in(old, "alice")
+            job_id, polls = legacy_client(
+                old, CONVERSATION, "step 3", after_first_poll=streamed_while_running
+            )
+            assert transcript(polls)["last phase"] == "over"
+            reader.join(TIMEOUT)
+            assert not reader.is_alive() and reader.failure is None, reader.failure
+            assert legacy.poll_hits == []
+
+            # The stream replays the conversation from its start, then the new job live.
+            runs = [e["run_id"] for e in reader.events]
+            assert runs[-JOB_EVENTS:] == [job_id] * JOB_EVENTS and step_2_job in runs
+            step_3 = [e for e in reader.events if e["run_id"] == job_id]
+            assert [e["type"] for e in step_3] == ["Message"] * (JOB_EVENTS - 1) + ["Finish"]
+
+            # A reconnect with Last-Event-ID carries on right after it; the run's stream ends.
+            resumed = browser.get(
+                f"/gateway/runs/{job_id}/events",
+                headers={"accept": "text/event-stream", "last-event-id": str(step_3[1]["seq"])},
+            )
+            assert resumed.status_code == 200, resumed.text
+            assert sse_events(resumed.text) == step_3[2:]
+
+            # Another user's browser is refused the conversation.
+            intruder = new_client()
+            sign_in(intruder, "bob")
+            refused = intruder.get(
+                f"/gateway/streams/{CONVERSATION}/events", headers={"accept": "text/event-stream"}
+            )
+            assert refused.status_code == 403, refused.text
+    finally:
+        log.close()
+
+
+def test_with_the_identity_left_out_the_gateways_poll_answers_as_the_app_does_to_nobody(
+    sqlite_url: str,
+) -> None:
+    """Step 2 without telling the gateway who the users are: it cannot place a poll, and
+    answers it with the app's own answer to a poll without credentials, never someone's
+    events."""
+    log = EventLog(sqlite_url)
+    try:
+        legacy = legacy_app({}, log)
+        gateway = Gateway(
+            legacy.flask, log=log, legacy=LegacySurfaces(tasks="/api/jobs", task_shape=JOB_SHAPE)
+        )
+        with served(gateway) as new_client:
+            alice = new_client()
+            sign_in(alice, "alice")
+            started = alice.post("/api/jobs", json={"thread": CONVERSATION, "prompt": "hi"})
+            assert started.status_code == 200, started.text  # the app's routes work as ever
+            job_id = started.json()["job"]
+            legacy.release(job_id)
+            polled = alice.get(f"/api/jobs/{job_id}", params={"cursor": 0})
+            assert (polled.status_code, polled.json()) == (404, {"error": "no such job"})
+            streamed = alice.get(f"/gateway/runs/{job_id}/events")
+            assert streamed.status_code == 401, streamed.text
+        assert legacy.poll_hits == []
+    finally:
+        log.close()
 
 
 class SseReader(threading.Thread):
@@ -136,182 +305,5 @@ def sse_events(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
 
 
-def is_reply(event: dict[str, Any], task_id: str) -> bool:
-    return bool(event["run_id"] == task_id and event["data"].get("role") == "assistant")
-
-
-def no_wait(task_id: str) -> None:
-    pass
-
-
-@pytest.mark.parametrize("writes", [APPEND, OWNED_RUN])
-def test_every_adoption_step_keeps_an_unmodified_legacy_client_working(
-    log_url: str, writes: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("GATEWAY_KIT_DB", log_url)
-    conversations: dict[str, str] = {}  # the legacy app's own records, kept across redeploys
-
-    # Step 0: the bare Flask app, its events in each task's deque.
-    legacy = legacy_app(conversations)
-    transport = httpx.WSGITransport(app=legacy.flask)
-    with httpx.Client(transport=transport, base_url="http://legacy.test") as client:
-        task_id = run_legacy_client(legacy, client, "step 0", no_wait)
-    with httpx.Client(transport=transport, base_url="http://legacy.test") as client:
-        check_others_kept_out(client, task_id)
-
-    # Step 1: mounted, as the README's gateway.py writes it; the app still answers its poll.
-    legacy = legacy_app(conversations)
-    flask_app = legacy.flask
-    log = EventLog(database_url())  # $GATEWAY_KIT_DB, else sqlite:///gateway.db
-    try:
-        app = Gateway(flask_app, log=log)  # an ASGI app
-        with served(app) as new_client:
-            task_id = run_legacy_client(legacy, new_client(), "step 1", no_wait)
-            check_others_kept_out(new_client(), task_id)
-        assert task_id in legacy.poll_hits
-        assert log.latest() is None
-    finally:
-        log.close()
-
-    # Step 2: the writes go to the log, the owner declared first; the app keeps the user under
-    # its own session key, which the gateway is told. The gateway answers the poll now.
-    log = EventLog(database_url())
-    try:
-        legacy = legacy_app(conversations, log, writes=writes)
-        flask_app = legacy.flask
-        app = Gateway(
-            flask_app, log=log, plugin_config={"flask_session_identity": {"user_key": USER_KEY}}
-        )
-        with served(app) as new_client:
-            step_2_task = run_legacy_client(legacy, new_client(), "step 2", no_wait)
-            check_others_kept_out(new_client(), step_2_task)
-        assert legacy.poll_hits == []  # not one poll reached the app's own route
-        assert not legacy.tasks[step_2_task].events  # nor did the turn write to the deque
-        assert [e.type for e in log.read(run_id=step_2_task, settled=False)][-1] == "Finish"
-    finally:
-        log.close()
-
-    # Step 3: a redeploy of step 2; old clients poll as before while new ones follow over SSE.
-    log = EventLog(database_url())
-    try:
-        legacy = legacy_app(conversations, log, writes=writes)
-        flask_app = legacy.flask
-        app = Gateway(
-            flask_app, log=log, plugin_config={"flask_session_identity": {"user_key": USER_KEY}}
-        )
-        with served(app) as new_client:
-            browser = new_client()
-            log_in(browser, "alice")
-
-            def new_task_ended(event: dict[str, Any]) -> bool:
-                return bool(event["type"] == "Finish" and event["run_id"] != step_2_task)
-
-            reader = SseReader(browser, f"/gateway/streams/{CONVERSATION}/events", new_task_ended)
-            reader.start()
-
-            def streamed_while_running(task_id: str) -> None:
-                # The reply's first chunk reaches the SSE client while the turn is held.
-                wait_until(lambda: any(is_reply(e, task_id) for e in reader.events), TIMEOUT)
-
-            task_id = run_legacy_client(legacy, new_client(), "step 3", streamed_while_running)
-            reader.join(TIMEOUT)
-            assert not reader.is_alive() and reader.failure is None, reader.failure
-            assert legacy.poll_hits == []
-
-            # The stream replays the conversation from its start, then the new task live.
-            step_3 = [e for e in reader.events if e["run_id"] == task_id]
-            runs = [step_2_task] * TASK_EVENTS + [task_id] * TASK_EVENTS
-            assert [e["run_id"] for e in reader.events] == runs
-            expected = [(t, d) for _, t, d in expected_transcript("step 3")]
-            assert [(e["type"], e["data"]) for e in step_3] == expected
-            assert all(e["stream"] == CONVERSATION for e in reader.events)
-
-            # A reconnect with Last-Event-ID carries on right after it; the run's stream ends.
-            resumed = browser.get(
-                f"/gateway/runs/{task_id}/events",
-                headers={"accept": "text/event-stream", "last-event-id": str(step_3[1]["seq"])},
-            )
-            assert resumed.status_code == 200, resumed.text
-            assert sse_events(resumed.text) == step_3[2:]
-
-            # Another user's browser is refused the conversation.
-            intruder = new_client()
-            log_in(intruder, "bob")
-            refused = intruder.get(
-                f"/gateway/streams/{CONVERSATION}/events", headers={"accept": "text/event-stream"}
-            )
-            assert refused.status_code == 403, refused.text
-    finally:
-        log.close()
-
-
-def step_2_without_identity_choice(sqlite_url: str, user_key: str) -> tuple[LegacyApp, Gateway]:
-    """Step 2 with the gateway told nothing about the app's session: `Gateway(app, log=log)`."""
-    log = EventLog(sqlite_url)
-    legacy = legacy_app({}, log, user_key=user_key)
-    return legacy, Gateway(legacy.flask, log=log)
-
-
-def test_with_the_user_key_left_out_the_gateway_answers_the_poll_401(sqlite_url: str) -> None:
-    """The README: from step 2 the gateway must know who polls, 401 otherwise. The cookie
-    holds the user under ``user_id``; read as ``username`` it names nobody."""
-    legacy, app = step_2_without_identity_choice(sqlite_url, USER_KEY)
-    try:
-        with served(app) as new_client:
-            alice = new_client()
-            log_in(alice, "alice")
-            started = alice.post(
-                "/api/tasks", json={"conversation_id": CONVERSATION, "message": "hi"}
-            )
-            assert started.status_code == 200, started.text  # the app's routes work as ever
-            task_id = started.json()["task_id"]
-            legacy.release(task_id)
-            polled = alice.get(f"/api/tasks/{task_id}", params={"from": 0})
-            assert polled.status_code == 401, polled.text
-            assert polled.json()["error"] == "unauthenticated"
-            streamed = alice.get(f"/gateway/runs/{task_id}/events")
-            assert streamed.status_code == 401, streamed.text
-        assert legacy.poll_hits == []
-    finally:
-        app.log.close()
-
-
-def test_an_app_keeping_the_user_as_username_needs_no_identity_choice(sqlite_url: str) -> None:
-    """The README: nothing to do when the app keeps the user in ``session["username"]``."""
-    legacy, app = step_2_without_identity_choice(sqlite_url, "username")
-    try:
-        with served(app) as new_client:
-            run_legacy_client(legacy, new_client(), "as username", no_wait)
-            check_others_kept_out(new_client(), next(iter(legacy.tasks)))
-        assert legacy.poll_hits == []
-    finally:
-        app.log.close()
-
-
-def test_an_app_without_login_keeps_its_clients_with_allow_anonymous(sqlite_url: str) -> None:
-    """The README's "No login" choice: at step 2 the strict default answers the poll of an app
-    without login 401; with ``allow_anonymous=True`` its old clients poll as before, and read
-    the task's SSE too."""
-    log = EventLog(sqlite_url)
-    try:
-        legacy = legacy_app({}, log, user_key=None)
-        with served(Gateway(legacy.flask, log=log)) as new_client:
-            anyone = new_client()
-            started = anyone.post(
-                "/api/tasks", json={"conversation_id": CONVERSATION, "message": "hi"}
-            )
-            assert started.status_code == 200, started.text
-            legacy.release(started.json()["task_id"])
-            polled = anyone.get(f"/api/tasks/{started.json()['task_id']}", params={"from": 0})
-            assert polled.status_code == 401, polled.text
-
-        legacy = legacy_app({}, log, user_key=None)
-        with served(Gateway(legacy.flask, log=log, allow_anonymous=True)) as new_client:
-            task_id = run_legacy_client(legacy, new_client(), "no login", no_wait, user=None)
-            streamed = new_client().get(f"/gateway/runs/{task_id}/events")
-            assert streamed.status_code == 200, streamed.text
-            expected = [(t, d) for _, t, d in expected_transcript("no login")]
-            assert [(e["type"], e["data"]) for e in sse_events(streamed.text)] == expected
-        assert legacy.poll_hits == []
-    finally:
-        log.close()
+def is_reply(event: dict[str, Any], job_id: str) -> bool:
+    return bool(event["run_id"] == job_id and event["data"].get("role") == "assistant")

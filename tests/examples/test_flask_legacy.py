@@ -25,6 +25,7 @@ from gateway_kit.log.postgres import conninfo
 
 from ..app_runs.owned_helpers import lease_count
 from ..conftest import PG_URL
+from ..legacy_paths import EXAMPLE_LEGACY
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_legacy"
 CONVERSATION = "conv-legacy"
@@ -37,7 +38,7 @@ def gateway_over(log: EventLog, *, events_in_log: bool) -> Gateway:
     flask_app = create_app({"TURN_CHUNK_DELAY": 0})
     if events_in_log:
         flask_app.config["EVENT_LOG"] = log
-    return Gateway(flask_app, log=log, allow_anonymous=True)
+    return Gateway(flask_app, log=log, allow_anonymous=True, **EXAMPLE_LEGACY)
 
 
 def with_client(gateway: Gateway, body: Callable[[httpx.AsyncClient], Awaitable[Any]]) -> Any:

@@ -27,6 +27,7 @@ from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose, Turn, asgi_client
 
+from ..legacy_paths import EXAMPLE_LEGACY
 from ..serving import serve_in_thread
 from ..upstream.harness import FAST
 from ..waiting import until, wait_until
@@ -97,7 +98,7 @@ def test_before_a_restart_loses_the_pending_approval_and_the_task_gets_approval_
     async def main() -> None:
         first_log, second_log = EventLog(sqlite_url), EventLog(sqlite_url)
         first_app = legacy_app(first_log)
-        first = Gateway(first_app, log=first_log, legacy_approvals_path=None)
+        first = Gateway(first_app, log=first_log, legacy_tasks_path="/api/tasks")
         try:
             transport = httpx.ASGITransport(app=first)
             async with httpx.AsyncClient(transport=transport, base_url="http://app.test") as c:
@@ -112,7 +113,7 @@ def test_before_a_restart_loses_the_pending_approval_and_the_task_gets_approval_
 
             # A restart: the old process's memory goes, a new process's app starts empty.
             first_app.extensions[APPROVALS_EXTENSION].forget_all()
-            second = Gateway(legacy_app(second_log), log=second_log, legacy_approvals_path=None)
+            second = Gateway(legacy_app(second_log), log=second_log, legacy_tasks_path="/api/tasks")
             transport = httpx.ASGITransport(app=second)
             async with httpx.AsyncClient(
                 transport=transport, base_url="http://app.test", cookies=cookies
@@ -188,7 +189,11 @@ async def gateway_over(
     with EventLog(log_url) as log:
         upstream = GooseUpstream(secret_key=fake.secret_key, client=fake.client())
         gateway = Gateway(
-            log=log, upstream=upstream, pump_settings=FAST, load_entry_points=False, **options
+            log=log,
+            upstream=upstream,
+            pump_settings=FAST,
+            load_entry_points=False,
+            **{**EXAMPLE_LEGACY, **options},
         )
         async with asgi_client(gateway) as client:
             yield client, gateway
@@ -320,6 +325,7 @@ def test_a_legacy_socketio_client_gets_tool_approval_required_then_resolved(
         pump_settings=FAST,
         load_entry_points=False,
         legacy_socketio_path="/socket.io",
+        legacy_socket_token_path="/api/socket-token",
     )
 
     async def main(base: str) -> None:

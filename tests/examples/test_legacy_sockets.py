@@ -13,7 +13,7 @@ import pytest
 import socketio
 from a2wsgi import WSGIMiddleware
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, LegacySurfaces
 from gateway_kit.identity.tokens import ApiTokens
 
 from ..identity.helpers import USERS, flask_app
@@ -90,7 +90,7 @@ def test_the_legacy_endpoint_knocks_the_first_client_out(sqlite_url: str) -> Non
 def test_through_the_gateway_two_tabs_and_a_cli_all_connect(sqlite_url: str) -> None:
     log = EventLog(sqlite_url)
     _, token = ApiTokens(log).create("alice")
-    gateway = Gateway(flask_app(log), log=log)
+    gateway = Gateway(flask_app(log), log=log, legacy=LegacySurfaces.example())
 
     async def main(base: str) -> None:
         tab, phone = await logged_in(base), await logged_in(base)

@@ -26,6 +26,7 @@ from gateway_kit.runs.tables import RUNS, SESSIONS
 from gateway_kit.testing import FakeGoose
 from gateway_kit.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..legacy_paths import EXAMPLE_LEGACY
 from ..streams.asgi_driver import http_scope
 from ..upstream.harness import FAST, GOOSE_URL, until
 
@@ -151,7 +152,7 @@ async def running_gateway(
                 upstream=upstream,
                 allow_anonymous=allow_anonymous,
                 pump_settings=FAST,
-                **{"wsgi": False if app is wrapped_app else None, **options},
+                **{"wsgi": False if app is wrapped_app else None, **EXAMPLE_LEGACY, **options},
             )
             try:
                 yield gateway, log

@@ -19,6 +19,7 @@ from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose
 
 from ..http import JSON_TYPE, Answer, Call, get, goose_calls, writes
+from ..legacy_paths import EXAMPLE_LEGACY
 from ..upstream.harness import FAST, GOOSE_URL
 from ..waiting import until
 from .helpers import flask_app
@@ -104,7 +105,12 @@ async def site(
             fake.mock(router, base_url=GOOSE_URL)
             upstream = GooseUpstream(base_url=GOOSE_URL, secret_key=fake.secret_key, client=client)
             gateway = Gateway(
-                flask_app(None), log=log, upstream=upstream, pump_settings=FAST, plugins=plugins
+                flask_app(None),
+                log=log,
+                upstream=upstream,
+                pump_settings=FAST,
+                plugins=plugins,
+                **EXAMPLE_LEGACY,
             )
             tokens = ApiTokens(log)
             made = {user: tokens.create(user)[1] for user in USERS}

@@ -15,6 +15,8 @@ from itsdangerous import URLSafeTimedSerializer
 from gateway_kit import EventLog, Gateway
 from gateway_kit.demo import create_app
 
+from ..legacy_paths import EXAMPLE_LEGACY
+
 USERS = {"alice": "alice-pw", "bob": "bob-pw"}
 SECRET = "the-current-key"
 OLD_SECRET = "the-key-before-rotation"
@@ -30,7 +32,7 @@ def flask_app(log: EventLog | None = None, **config: Any) -> Any:
 
 
 def strict_gateway(log: EventLog, **options: Any) -> Gateway:
-    return Gateway(flask_app(log), log=log, **options)
+    return Gateway(flask_app(log), log=log, **{**EXAMPLE_LEGACY, **options})
 
 
 def signed_cookie(session: dict[str, Any], *, key: str = SECRET, at: float | None = None) -> str:

@@ -65,6 +65,7 @@ def test_clients_see_the_follow_up_in_the_same_run_and_one_end_after_it(sqlite_u
                 load_entry_points=False,
                 allow_anonymous=True,
                 pump_settings=FAST,
+                legacy_tasks_path="/api/tasks",
             )
             assert gateway.pumps is not None
             gateway.pumps.store.bind("conv", session)

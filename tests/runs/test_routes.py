@@ -36,7 +36,7 @@ async def gateway_client(
                 upstream=upstream if with_upstream else None,
                 allow_anonymous=True,
                 pump_settings=FAST,
-                **{"load_entry_points": False, **options},
+                **{"load_entry_points": False, "legacy_tasks_path": "/api/tasks", **options},
             )
             transport = httpx.ASGITransport(app=gateway)
             async with httpx.AsyncClient(

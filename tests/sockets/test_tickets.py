@@ -83,7 +83,9 @@ def test_asking_too_often_is_a_429_with_retry_after_and_the_legacy_shape_is_kept
 ) -> None:
     log = EventLog(sqlite_url)
     _, token = ApiTokens(log).create("alice")
-    gateway = Gateway(flask_app(log), log=log, ticket_rate=(2, 60.0))
+    gateway = Gateway(
+        flask_app(log), log=log, ticket_rate=(2, 60.0), legacy_socket_token_path="/api/socket-token"
+    )
     bearer = {"authorization": f"Bearer {token}"}
 
     async def body(client: httpx.AsyncClient) -> None:
@@ -104,7 +106,7 @@ def test_asking_too_often_is_a_429_with_retry_after_and_the_legacy_shape_is_kept
 
 def test_the_legacy_socket_token_needs_a_cookies_csrf_token(sqlite_url: str) -> None:
     log = EventLog(sqlite_url)
-    gateway = Gateway(flask_app(log), log=log)
+    gateway = Gateway(flask_app(log), log=log, legacy_socket_token_path="/api/socket-token")
 
     async def body(client: httpx.AsyncClient) -> None:
         csrf = await log_in(client, "alice")

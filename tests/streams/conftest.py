@@ -9,6 +9,8 @@ import pytest
 
 from gateway_kit import EventLog, Gateway
 
+from ..legacy_paths import EXAMPLE_LEGACY
+
 MakeGateway = Callable[..., Gateway]
 LISTENER_TIMEOUT = 10.0
 
@@ -16,7 +18,8 @@ LISTENER_TIMEOUT = 10.0
 @pytest.fixture
 def make_gateway(log: EventLog) -> MakeGateway:
     def make(app: Any = None, **options: Any) -> Gateway:
-        return Gateway(app, log=log, **{"allow_anonymous": True, **options})
+        legacy = {} if "legacy" in options else EXAMPLE_LEGACY  # given one way only
+        return Gateway(app, log=log, **{"allow_anonymous": True, **legacy, **options})
 
     return make
 

@@ -13,6 +13,8 @@ from flask import Flask, Response, jsonify
 
 from gateway_kit import EventLog, Gateway
 
+from ..legacy_paths import EXAMPLE_LEGACY
+
 LOG_URL_VAR = "GATEWAY_KIT_STREAMS_LOG_URL"
 OPTIONS_VAR = "GATEWAY_KIT_STREAMS_OPTIONS"
 
@@ -35,5 +37,7 @@ def legacy_app() -> Flask:
 def create() -> Gateway:
     options = json.loads(os.environ.get(OPTIONS_VAR, "{}"))
     return Gateway(
-        legacy_app(), log=EventLog(os.environ[LOG_URL_VAR]), **{"allow_anonymous": True, **options}
+        legacy_app(),
+        log=EventLog(os.environ[LOG_URL_VAR]),
+        **{"allow_anonymous": True, **EXAMPLE_LEGACY, **options},
     )

@@ -9,8 +9,20 @@ from typing import Any
 
 import pytest
 from flask import Flask, jsonify, request
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gateway_kit import Event, EventLog, Gateway
+from gateway_kit import (
+    Event,
+    EventLog,
+    Gateway,
+    LegacySurfaces,
+    PolledTask,
+    Principal,
+    StreamOwners,
+    TaskPollShape,
+    hookimpl,
+)
 
 from ..waiting import settled
 from .asgi_driver import Request
@@ -51,12 +63,21 @@ def legacy_flask_app() -> Flask:
     return app
 
 
-def poll(app: Gateway, task_id: str, method: str = "GET", path: str = "", **params: str) -> Request:
+def poll(
+    app: Gateway,
+    task_id: str,
+    method: str = "GET",
+    path: str = "",
+    headers: dict[str, str] | None = None,
+    **params: str,
+) -> Request:
     """The answer once every event written so far is given to readers by cursor."""
     settled(app.log)
 
     async def main() -> Request:
-        return await Request(app, f"/api/tasks/{task_id}{path}", params=params, method=method).run()
+        target = f"/api/tasks/{task_id}{path}"
+        request = Request(app, target, params=params, method=method, headers=headers or {})
+        return await request.run()
 
     return asyncio.run(main())
 
@@ -120,3 +141,95 @@ def test_the_legacy_path_can_be_left_to_the_app(log: EventLog, make_gateway: Mak
     gateway = make_gateway(legacy_flask_app(), legacy_tasks_path=None)
     log.append("conv", "Message", {}, run_id="task-1")
     assert poll(gateway, "task-1").json()["served_by"] == "flask"
+
+
+def cursor_shape(task: PolledTask) -> dict[str, Any]:
+    """An app's own poll shape: ``?cursor=``, its own keys and words."""
+    return {
+        "job": task.task_id,
+        "phase": {"completed": "over", "failed": "broken"}.get(task.status, "busy"),
+        "events": [{"i": e.idx, "what": e.type, "body": e.data, "seq": e.seq} for e in task.events],
+        "cursor": task.next_offset,
+    }
+
+
+CURSOR_SHAPE = TaskPollShape(
+    answer=cursor_shape,
+    offset_param="cursor",
+    not_found=lambda task_id: (404, {"missing": task_id}),
+    unauthenticated=(403, {"login": "please"}),
+)
+
+
+def test_an_apps_own_shape_is_answered_from_the_same_facts(
+    log: EventLog, make_gateway: MakeGateway
+) -> None:
+    gateway = make_gateway(
+        legacy_flask_app(), legacy=LegacySurfaces(tasks="/api/tasks", task_shape=CURSOR_SHAPE)
+    )
+    old = OldTaskRecord()
+    record(log, old, "user_message", {"text": "hi"})
+    finish = record(log, old, "Finish", {"ok": True})
+    answer = poll(gateway, "task-1", cursor="1").json()
+    assert answer == {
+        "job": "task-1",
+        "phase": "over",
+        "events": [{"i": 1, "what": "Finish", "body": {"ok": True}, "seq": finish.seq}],
+        "cursor": 2,
+    }
+    assert poll(gateway, "task-1", cursor="2").json()["events"] == []
+    unknown = poll(gateway, "task-9", cursor="0")  # the log holds none of it: the app's
+    assert unknown.json()["served_by"] == "flask"
+
+
+def test_an_apps_own_refusals_are_answered_in_its_shape(log: EventLog) -> None:
+    log.append("conv", "Message", {}, run_id="task-1")
+    StreamOwners(log).declare("conv", "alice")
+    gateway = Gateway(
+        legacy_flask_app(),
+        log=log,
+        plugins=[HeaderUser()],
+        legacy=LegacySurfaces(tasks="/api/tasks", task_shape=CURSOR_SHAPE),
+    )
+    nobody = poll(gateway, "task-1", cursor="0")
+    assert (nobody.status, nobody.json()) == (403, {"login": "please"})
+    bob = poll(gateway, "task-1", headers={"x-user": "bob"}, cursor="0")
+    assert (bob.status, bob.json()) == (404, {"missing": "task-1"})
+    alice = poll(gateway, "task-1", headers={"x-user": "alice"}, cursor="0")
+    assert alice.status == 200 and alice.json()["phase"] == "busy"
+
+
+class HeaderUser:
+    __name__ = "header-user"
+
+    @hookimpl
+    def resolve_principal(self, scope: dict[str, Any]) -> Principal | None:
+        user = dict(scope["headers"]).get(b"x-user")
+        return None if user is None else Principal(user.decode(), "header")
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    cursor=st.one_of(st.text(max_size=12), st.integers(-3, 10**6).map(str), st.just("9" * 400)),
+    task=st.sampled_from(["task-1", "task-9", "x" * 300, "%00", "a%2Fb"]),
+)
+def test_any_cursor_of_an_apps_own_shape_is_an_answer_or_a_400_json(
+    cursor: str, task: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with EventLog(f"sqlite:///{tmp_path_factory.mktemp('shape')}/gateway.db") as log:
+        log.append("conv", "Finish", {}, run_id="task-1")
+        gateway = Gateway(
+            legacy_flask_app(),
+            log=log,
+            allow_anonymous=True,
+            legacy=LegacySurfaces(tasks="/api/tasks", task_shape=CURSOR_SHAPE),
+        )
+        answer = poll(gateway, task, cursor=cursor)
+        assert answer.status < 500, answer.body
+        if task != "task-1":
+            return  # a task the log does not hold (or no task at all): the app's own answer
+        body = answer.json()
+        if answer.status == 400:
+            assert body["error"] == "invalid_cursor" and "cursor" in body["message"]
+        else:
+            assert answer.status == 200 and body["job"] == "task-1"

@@ -58,7 +58,7 @@ def bearer(log: EventLog, user: str) -> dict[str, str]:
 @pytest.fixture
 def site(log: EventLog) -> Iterator[Site]:
     """A gateway whose ledger holds two runs of alice (today and two days ago) and one of bob."""
-    gateway = Gateway(log=log, load_entry_points=False)
+    gateway = Gateway(log=log, load_entry_points=False, legacy_usage_path="/api/usage")
     owners = StreamOwners(log)
     owners.declare("alice-notes", "alice")
     owners.declare("bob-notes", "bob")
@@ -211,7 +211,13 @@ def test_runs_two_users_started_over_http_land_each_in_their_own_usage(log: Even
     fake = FakeGoose(ping_interval=0.2)  # each default turn uses one token per word, each way
     with serve_in_thread(fake, lifespan="off") as goose_url:
         upstream = GooseUpstream(base_url=goose_url, secret_key=fake.secret_key)
-        gateway = Gateway(log=log, upstream=upstream, load_entry_points=False, pump_settings=FAST)
+        gateway = Gateway(
+            log=log,
+            upstream=upstream,
+            load_entry_points=False,
+            pump_settings=FAST,
+            legacy_usage_path="/api/usage",
+        )
         alice, bob = bearer(log, "alice"), bearer(log, "bob")
         with serve_in_thread(gateway) as url, httpx.Client(base_url=url) as client:
             for headers, stream, message in [

@@ -32,7 +32,6 @@ from ..http.request import Request
 from ..http.routing import Route, Router, RoutesMiddleware, path_stream
 from ..settings import (
     DEFAULT_BODY_TIMEOUT,
-    DEFAULT_LEGACY_APPROVALS_PATH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_PREFIX,
 )
@@ -102,7 +101,7 @@ class ApprovalRoutes(RoutesMiddleware):
         prefix: str = DEFAULT_PREFIX,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
-        legacy_path: str | None = DEFAULT_LEGACY_APPROVALS_PATH,
+        legacy_path: str | None = None,
     ) -> None:
         routes = [
             Route("/streams/{stream}/approvals", self.list_approvals),

@@ -34,7 +34,9 @@ DB_FILE = "gateway-demo.db"
 
 ANONYMOUS_NOTE = """
   --anonymous: requests without credentials are served as 'anonymous', who may read and start
-  everything. Do not expose this demo to anyone else.
+  everything. Do not expose this demo to anyone else. What 'anonymous' starts has no owner, so
+  publish_guard does not check it and no usage is recorded for it; the legacy Send is the Flask
+  app's own route and still needs its login. Log in to see those.
 """
 PORT_TAKEN = "port {port} is taken; serving on {chosen} instead"
 CANNOT_BIND = "gateway-kit demo: cannot listen on {host}:{port}: {error}"

@@ -15,14 +15,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..gateway import Gateway
+from ..gateway import Gateway, LegacySurfaces
 from ..log import EventLog
 from ..runs.tables import sessions
 from ..settings import database_url
 from ..types import Message, Receive, Scope, Send
 from .app import create_app
 from .goose import TYPING_DELAY, SimulatedGoose
-from .legacy_sockets import LEGACY_SOCKETIO_PATH
 from .secret import database_key
 
 
@@ -104,8 +103,10 @@ def build_demo(
         log=log,
         upstream=goose.upstream,
         allow_anonymous=anonymous,
-        # The legacy clients' Socket.IO path is served by the gateway, not in Flask's threads.
-        legacy_socketio_path="/" + LEGACY_SOCKETIO_PATH,
+        # The example app's legacy clients, unmodified, are answered by the gateway: the task
+        # poll from the log, socket tokens, usage, pending approvals, and its Socket.IO path
+        # (served in the event loop, not in Flask's threads).
+        legacy=LegacySurfaces.example(),
         # A run that says it published a page gets follow-ups until the page is on disk.
         plugin_config={"publish_guard": {"public_root": flask_app.config["PUBLIC_ROOT"]}},
     )

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..approvals.settings import ApprovalSettings
+from ..exceptions import SettingsError
 from ..execution.settings import ExecutionSettings
 from ..log import EventLog
 from ..runs.lifecycle_settings import LifecycleSettings
@@ -24,10 +25,6 @@ from ..settings import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_CREDENTIAL_REFRESH_INTERVAL,
     DEFAULT_CREDENTIAL_STALE_AFTER,
-    DEFAULT_LEGACY_APPROVALS_PATH,
-    DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
-    DEFAULT_LEGACY_TASKS_PATH,
-    DEFAULT_LEGACY_USAGE_PATH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_PAGE_BYTES,
@@ -50,6 +47,7 @@ from ..types import ASGIApp, Receive, Scope, Send
 from ..upstream.goose import GooseUpstream
 from ..upstream.pump import PumpSettings
 from ..wrapped import is_wsgi
+from .legacy import LegacySurfaces
 from .services import CookieLogins, build_plugins, build_services, cookie_logins
 from .stack import SOCKETIO_PATH, build_stack
 
@@ -60,7 +58,12 @@ ANONYMOUS_WARNING = (
     "everything. Use this for demos and tests only."
 )
 
-__all__ = ["SOCKETIO_PATH", "Gateway", "is_wsgi"]
+__all__ = ["SOCKETIO_PATH", "Gateway", "LegacySurfaces", "is_wsgi"]
+
+LEGACY_TWICE = (
+    "the legacy surfaces are given two ways: legacy=LegacySurfaces(...) and {names}; "
+    "give them in legacy= alone"
+)
 
 
 class Gateway:
@@ -100,10 +103,12 @@ class Gateway:
     :param ticket_ttl: seconds a socket ticket stays valid.
     :param ticket_rate: how many tickets one credential may ask for in how many seconds
         (a 429 with ``Retry-After`` beyond).
-    :param legacy_socket_token_path: where the legacy socket-token endpoint lives (the legacy
-        answer's shape, a gateway ticket inside); None leaves that path to the app.
-    :param legacy_usage_path: where the legacy usage endpoint lives (a flat shape of the
-        caller's totals, from the usage ledger); None leaves that path to the app.
+    :param legacy: which of the app's own paths the gateway answers instead of the app
+        (`LegacySurfaces`: the task poll in the app's shape, usage, socket token, approvals
+        list, Socket.IO); None: none, every request outside `prefix` is the app's, answered as
+        without the gateway. Each is logged at start-up.
+    :param legacy_socket_token_path: `legacy`'s ``socket_token``, given alone.
+    :param legacy_usage_path: `legacy`'s ``usage``, given alone.
     :param app_middleware: middleware around the wrapped app only (an observer of its
         traffic), outermost first: `Middleware` objects or anything iterable as ``(cls, args,
         kwargs)``, such as Starlette's.
@@ -127,7 +132,7 @@ class Gateway:
         page's cursor. Besides `queue_size`, what bounds the server's memory per client.
     :param max_message_bytes: the largest message (UTF-8) a run may be started with (413 above
         it, nothing written).
-    :param legacy_tasks_path: where the legacy task poll lives; None leaves it to the app.
+    :param legacy_tasks_path: `legacy`'s ``tasks``, given alone (the example app's shape).
     :param pump_settings: timings of the session pumps (`gateway_kit.upstream.pump`).
     :param lifecycle_settings: how runs end (`gateway_kit.runs.lifecycle`): how many follow-up
         turns finish guards may ask for (2 by default), how long a lifecycle hook may take,
@@ -160,16 +165,12 @@ class Gateway:
     :param observe_execution: observe the wrapped app's requests per tmux session (the
         `resolve_tmux_session` hook says whose); False leaves them unobserved, and every
         session's state then comes from its runs alone, or the fallback.
-    :param legacy_socketio_path: where the legacy app's clients connect to Socket.IO (such as
-        ``/socket.io``): the gateway's Socket.IO server answers there too, in the event loop,
-        with the tickets ``legacy_socket_token_path`` issues; None leaves that path to the app.
+    :param legacy_socketio_path: `legacy`'s ``socketio``, given alone.
     :param approval_expiry: seconds a pending approval waits for a decision; then it is
         denied, and goose is told so (an elicitation waits at most goose's own 300 s).
     :param approval_settings: every timing of approvals
         (`gateway_kit.approvals.settings.ApprovalSettings`), ``approval_expiry`` included.
-    :param legacy_approvals_path: where the legacy clients ask for their pending approvals
-        (``GET /api/plan-approvals/pending``), answered from the gateway's approvals in the
-        old shape; None leaves that path to the app.
+    :param legacy_approvals_path: `legacy`'s ``approvals``, given alone.
     """
 
     def __init__(
@@ -193,8 +194,8 @@ class Gateway:
         credential_stale_after: float = DEFAULT_CREDENTIAL_STALE_AFTER,
         ticket_ttl: float = DEFAULT_TICKET_TTL,
         ticket_rate: tuple[int, float] = DEFAULT_TICKET_RATE,
-        legacy_socket_token_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
-        legacy_usage_path: str | None = DEFAULT_LEGACY_USAGE_PATH,
+        legacy_socket_token_path: str | None = None,
+        legacy_usage_path: str | None = None,
         app_middleware: Sequence[Iterable[Any]] = (),
         wsgi: bool | None = None,
         wsgi_workers: int = DEFAULT_WSGI_WORKERS,
@@ -202,7 +203,7 @@ class Gateway:
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         queue_size: int = DEFAULT_QUEUE_SIZE,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        legacy_tasks_path: str | None = DEFAULT_LEGACY_TASKS_PATH,
+        legacy_tasks_path: str | None = None,
         pump_settings: PumpSettings | None = None,
         lifecycle_settings: LifecycleSettings | None = None,
         pump_scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
@@ -220,11 +221,19 @@ class Gateway:
         observe_execution: bool = True,
         approval_expiry: float = DEFAULT_APPROVAL_EXPIRY,
         approval_settings: ApprovalSettings | None = None,
-        legacy_approvals_path: str | None = DEFAULT_LEGACY_APPROVALS_PATH,
+        legacy_approvals_path: str | None = None,
+        legacy: LegacySurfaces | None = None,
     ) -> None:
+        self.legacy = legacy_surfaces(
+            legacy,
+            legacy_tasks_path=legacy_tasks_path,
+            legacy_usage_path=legacy_usage_path,
+            legacy_socket_token_path=legacy_socket_token_path,
+            legacy_approvals_path=legacy_approvals_path,
+            legacy_socketio_path=legacy_socketio_path,
+        )
         self.settings = GatewaySettings(
             prefix=prefix,
-            legacy_tasks_path=legacy_tasks_path,
             wsgi_workers=wsgi_workers,
             ping_interval=ping_interval,
             send_timeout=send_timeout,
@@ -238,22 +247,19 @@ class Gateway:
             ticket_rate=ticket_rate,
             credential_refresh_interval=credential_refresh_interval,
             credential_stale_after=credential_stale_after,
-            legacy_socket_token_path=legacy_socket_token_path,
-            legacy_usage_path=legacy_usage_path,
             socket_origins=tuple(socket_origins) if socket_origins is not None else None,
             reply_timeout=reply_timeout,
             cancel_deadline=cancel_deadline,
             max_run_duration=max_run_duration,
             plugin_hung_limit=plugin_hung_limit,
             body_timeout=body_timeout,
-            legacy_socketio_path=legacy_socketio_path,
             max_page_bytes=max_page_bytes,
             max_message_bytes=max_message_bytes,
             socketio_redis_url=socketio_redis_url,
             socketio_redis_channel=socketio_redis_channel,
             approval_expiry=approval_expiry,
-            legacy_approvals_path=legacy_approvals_path,
         )
+        self.legacy.check_outside(self.settings.prefix)
         self.log = log
         self.upstream = upstream
         self.allow_anonymous = allow_anonymous
@@ -304,6 +310,7 @@ class Gateway:
         self.stack = self.build_middleware_stack()
         if allow_anonymous:
             logger.warning(ANONYMOUS_WARNING)
+        self.legacy.log_taken()
 
     @property
     def prefix(self) -> str:
@@ -316,7 +323,7 @@ class Gateway:
     def build_middleware_stack(self) -> ASGIApp:
         """The parts, outermost first (`gateway_kit.gateway.stack`); a request goes down the
         list until a part serves it."""
-        return build_stack(self.services, allow_anonymous=self.allow_anonymous)
+        return build_stack(self.services, self.legacy, allow_anonymous=self.allow_anonymous)
 
     def cookie_logins(self) -> CookieLogins | None:
         """How the cookie resolver reads the wrapped Flask app's logins (its `cookie_logins`
@@ -330,3 +337,28 @@ class Gateway:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.stack(scope, receive, send)
+
+
+def legacy_surfaces(
+    legacy: LegacySurfaces | None,
+    *,
+    legacy_tasks_path: str | None,
+    legacy_usage_path: str | None,
+    legacy_socket_token_path: str | None,
+    legacy_approvals_path: str | None,
+    legacy_socketio_path: str | None,
+) -> LegacySurfaces:
+    """The surfaces `legacy` names, or the flat keywords do; never both ways at once."""
+    flat = LegacySurfaces(
+        tasks=legacy_tasks_path,
+        usage=legacy_usage_path,
+        socket_token=legacy_socket_token_path,
+        approvals=legacy_approvals_path,
+        socketio=legacy_socketio_path,
+    )
+    if legacy is None:
+        return flat
+    if flat.taken():
+        names = ", ".join(f"legacy_{name}_path" for name, _ in flat.taken())
+        raise SettingsError(LEGACY_TWICE.format(names=names))
+    return legacy

@@ -21,16 +21,23 @@ from ..sockets import PresenceRoutes
 from ..streams import LegacyTaskPoll, StreamRoutes
 from ..types import ASGIApp
 from ..usage import UsageRoutes
+from .legacy import LegacySurfaces
 from .lifespan import background_work
 from .services import Services
 
 SOCKETIO_PATH = "/socket.io"
 
 
-def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware]:
+def stack_parts(
+    services: Services, legacy: LegacySurfaces, *, allow_anonymous: bool
+) -> list[Middleware]:
     """The parts, outermost first; a request goes down the list until a part serves it."""
     settings, plugins, streams = services.settings, services.plugins, services.streams
     prefix = settings.prefix
+    # Where the gateway refuses credentials it cannot accept. Elsewhere the app's requests
+    # reach it as they came, and a legacy surface answers a request it cannot place as its
+    # app did (the task poll in the app's own shape).
+    own_paths = (prefix,)
     runs = services.runs
     approvals = None if services.approvals is None else services.approvals.service
     parts = [
@@ -44,6 +51,9 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
             csrf_paths=(prefix,),
             csrf_exempt=(prefix + SOCKETIO_PATH,),
             logins=services.logins,
+            own_paths=own_paths,
+            answered_paths=[path for _, path in legacy.taken()],
+            csrf_token_route=legacy.csrf_token_route,
         ),
         Middleware(StreamRoutes, service=streams, plugins=plugins, prefix=prefix),
         Middleware(
@@ -59,13 +69,14 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
             TicketRoutes,
             tickets=services.tickets,
             prefix=prefix,
-            legacy_path=settings.legacy_socket_token_path,
+            legacy_path=legacy.socket_token,
+            csrf_token_route=legacy.csrf_token_route,
         ),
         Middleware(
             UsageRoutes,
             ledger=services.usage,
             prefix=prefix,
-            legacy_path=settings.legacy_usage_path,
+            legacy_path=legacy.usage,
         ),
         Middleware(HeartbeatRoutes, decider=services.execution.decider, prefix=prefix),
         Middleware(
@@ -75,7 +86,7 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
             prefix=prefix,
             max_body_bytes=settings.max_body_bytes,
             body_timeout=settings.body_timeout,
-            legacy_path=settings.legacy_approvals_path,
+            legacy_path=legacy.approvals,
         ),
     ]
     if services.sockets is not None:
@@ -83,28 +94,32 @@ def stack_parts(services: Services, *, allow_anonymous: bool) -> list[Middleware
             Middleware(PresenceRoutes, sockets=services.sockets, plugins=plugins, prefix=prefix)
         )
     parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=services.socketio))
-    if settings.legacy_socketio_path is not None:
+    if legacy.socketio is not None:
         # Long polls held in the wrapped app would each hold one of its threads.
         legacy_socketio = Middleware(
             Mount,
-            path=settings.legacy_socketio_path,
+            path=legacy.socketio,
             mounted=services.socketio,
             as_path=prefix + SOCKETIO_PATH,
         )
         parts.append(legacy_socketio)
     parts.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
-    if settings.legacy_tasks_path is not None:
+    if legacy.tasks is not None:
         parts.append(
             Middleware(
-                LegacyTaskPoll, service=streams, plugins=plugins, path=settings.legacy_tasks_path
+                LegacyTaskPoll,
+                service=streams,
+                plugins=plugins,
+                path=legacy.tasks,
+                shape=legacy.task_shape,
             )
         )
     parts.extend(services.app_middleware)
     return parts
 
 
-def build_stack(services: Services, *, allow_anonymous: bool) -> ASGIApp:
+def build_stack(services: Services, legacy: LegacySurfaces, *, allow_anonymous: bool) -> ASGIApp:
     app: ASGIApp = services.wrapped
-    for part in reversed(stack_parts(services, allow_anonymous=allow_anonymous)):
+    for part in reversed(stack_parts(services, legacy, allow_anonymous=allow_anonymous)):
         app = part.build(app)
     return app

@@ -22,7 +22,7 @@ import math
 from ..http.errors import HTTPError, send_json
 from ..http.request import Request
 from ..http.routing import Route, Router, RoutesMiddleware
-from ..settings import DEFAULT_LEGACY_SOCKET_TOKEN_PATH, DEFAULT_PREFIX
+from ..settings import DEFAULT_PREFIX
 from ..types import ASGIApp
 from .tickets import RateLimited, SocketTickets
 
@@ -30,8 +30,10 @@ RATE_LIMITED = "rate_limited"
 CSRF_FAILED = "csrf_failed"
 CSRF_MESSAGE = (
     "a ticket for a session cookie needs the session's CSRF token, in the X-CSRF-Token header "
-    "or the csrf_token query parameter (GET /api/csrf-token gives it)"
+    "or the csrf_token query parameter"
 )
+# Said after the message when the app's route that gives a page its token is known.
+CSRF_ROUTE = " (GET {route} gives it)"
 CSRF_HEADER = b"x-csrf-token"
 CSRF_PARAM = "csrf_token"
 
@@ -40,6 +42,8 @@ class TicketRoutes(RoutesMiddleware):
     """:param tickets: the ticket store.
     :param prefix: where ``/socket-tickets`` lives.
     :param legacy_path: where the legacy token endpoint lives; None leaves it to the app.
+    :param csrf_token_route: the app's route that gives a page its CSRF token, named in the
+        answer to a request without one; None names none.
     """
 
     def __init__(
@@ -48,7 +52,8 @@ class TicketRoutes(RoutesMiddleware):
         *,
         tickets: SocketTickets,
         prefix: str = DEFAULT_PREFIX,
-        legacy_path: str | None = DEFAULT_LEGACY_SOCKET_TOKEN_PATH,
+        legacy_path: str | None = None,
+        csrf_token_route: str | None = None,
     ) -> None:
         super().__init__(
             app,
@@ -56,6 +61,9 @@ class TicketRoutes(RoutesMiddleware):
             legacy=(legacy_path, self.issue_legacy) if legacy_path else None,
         )
         self.tickets = tickets
+        self.csrf_message = CSRF_MESSAGE + (
+            CSRF_ROUTE.format(route=csrf_token_route) if csrf_token_route else ""
+        )
 
     async def _issue(self, request: Request) -> tuple[str, int]:
         principal = request.principal
@@ -85,6 +93,6 @@ class TicketRoutes(RoutesMiddleware):
                     sent.encode("utf-8", "surrogateescape"), expected.encode("utf-8")
                 )
             ):
-                raise HTTPError(403, CSRF_FAILED, CSRF_MESSAGE)
+                raise HTTPError(403, CSRF_FAILED, self.csrf_message)
         ticket, ttl = await self._issue(request)
         await send_json(request.send, 200, {"success": True, "token": ticket, "expires_in": ttl})

@@ -28,7 +28,7 @@ import re
 from ..http.errors import UNAUTHENTICATED, HTTPError, send_json
 from ..http.request import LOGIN_NEEDED, Request
 from ..http.routing import Route, Router, RoutesMiddleware
-from ..settings import DEFAULT_LEGACY_USAGE_PATH, DEFAULT_PREFIX
+from ..settings import DEFAULT_PREFIX
 from ..types import ASGIApp
 from .ledger import MAX_DAYS, UsageLedger, utc_day
 
@@ -71,7 +71,7 @@ class UsageRoutes(RoutesMiddleware):
         *,
         ledger: UsageLedger,
         prefix: str = DEFAULT_PREFIX,
-        legacy_path: str | None = DEFAULT_LEGACY_USAGE_PATH,
+        legacy_path: str | None = None,
     ) -> None:
         super().__init__(
             app,
