@@ -8,7 +8,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from gateway_kit import EventLog, Gateway, Principal
+from gateway_kit import EventLog, Gateway, LegacySurfaces, Principal
 from gateway_kit.identity.tables import socket_tickets
 from gateway_kit.identity.tickets import RateLimited, SocketTickets
 from gateway_kit.identity.tokens import ApiTokens
@@ -133,3 +133,26 @@ def test_the_legacy_socket_token_needs_a_cookies_csrf_token(sqlite_url: str) -> 
 def _tickets(log: EventLog) -> int:
     with log.tables.engine.connect() as conn:
         return len(conn.execute(sa.select(socket_tickets)).all())
+
+
+@pytest.mark.parametrize("route", [None, "/auth/csrf"])
+def test_a_csrf_refusal_names_only_the_apps_own_token_route(
+    sqlite_url: str, route: str | None
+) -> None:
+    log = EventLog(sqlite_url)
+    surfaces = LegacySurfaces(socket_token="/api/socket-token", csrf_token_route=route)
+    gateway = Gateway(flask_app(log), log=log, legacy=surfaces)
+
+    async def body(client: httpx.AsyncClient) -> None:
+        await log_in(client, "alice")
+        for refused in (
+            await client.get("/api/socket-token"),
+            await client.post("/gateway/socket-tickets"),
+        ):
+            assert_error(refused, 403, "csrf_failed")
+            message = refused.json()["message"]
+            assert "/api/csrf-token" not in message  # another app's route, never named
+            assert (f"GET {route} gives it" in message) is (route is not None)
+
+    with_clients(gateway, body)
+    log.close()
