@@ -90,7 +90,7 @@ class EventLog:
                 # for the connections the backend opens.
                 engine = self._backend.engine()
                 try:
-                    migrate.upgrade(engine)
+                    migrate.upgrade(engine, shown_as=url)
                 finally:
                     engine.dispose()
             self.epoch: str = self._backend.epoch()

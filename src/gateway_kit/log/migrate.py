@@ -18,6 +18,17 @@ from .schema import HEAD_REVISION, MIGRATION_LOCK_KEY, VERSION_TABLE
 
 logger = logging.getLogger("gateway_kit.log")
 
+CREATING = "creating the schema of %s (revision %s)"
+UPGRADING = "upgrading the schema of %s from revision %s to %s"
+
+
+def shown(url: str | sa.URL) -> str:
+    """`url` as a log line names it: its password hidden."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return str(url)
+
 
 def migrations_path() -> Path:
     """Where the migration scripts are: inside the installed wheel, else the source checkout."""
@@ -44,9 +55,12 @@ def current_revision(conn: sa.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
-def upgrade(target: str | sa.Engine, revision: str = "head") -> str | None:
+def upgrade(
+    target: str | sa.Engine, revision: str = "head", *, shown_as: str | None = None
+) -> str | None:
     """Bring the database at `target` (a URL, or an engine the caller disposes of) to
-    `revision`; returns the revision it was at before."""
+    `revision`; returns the revision it was at before. `shown_as` is the URL the log line
+    names (an engine made with a connection factory knows only ``sqlite://``)."""
     from alembic import command
     from alembic.config import Config
 
@@ -64,7 +78,12 @@ def upgrade(target: str | sa.Engine, revision: str = "head") -> str | None:
                 with conn.begin():
                     before = current_revision(conn)
                     if before != HEAD_REVISION or revision != "head":
-                        logger.info("migrating %s from %s to %s", engine.url, before, revision)
+                        said_revision = HEAD_REVISION if revision == "head" else revision
+                        name = shown(shown_as) if shown_as is not None else shown(engine.url)
+                        if before is None:
+                            logger.info(CREATING, name, said_revision)
+                        else:
+                            logger.info(UPGRADING, name, before, said_revision)
                         config.attributes["connection"] = conn
                         command.upgrade(config, revision)
             finally:
