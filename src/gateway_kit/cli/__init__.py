@@ -11,6 +11,7 @@ from importlib import metadata
 from ..exceptions import GatewayKitError
 from ..settings import DATABASE_URL_VAR, DEFAULT_DATABASE_URL, database_url
 from . import adopt, bills, db, demo, heartbeat, plugins, serve, streams, tail, tokens
+from .durable import refuse_in_memory
 from .unreachable import UNREACHABLE_ERRORS, unreachable_message
 
 DB_HELP = f"database URL (default: ${DATABASE_URL_VAR}, else {DEFAULT_DATABASE_URL})"
@@ -51,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         db = getattr(args, "db", "")
         if db is None or db:  # "" is a command's own default (the demo's file)
             args.db = database_url(db, source="--db")
+        refuse_in_memory(args)
         return int(args.run(args))
     # Before GatewayKitError: DatabaseUnavailable is one, and a database that cannot be opened
     # is no setting's fault.

@@ -17,11 +17,13 @@ from ..log import EventLog
 from ..runs.model import Bill
 from ..runs.store import RunStore
 from ..usage import UsageEntry, UsageLedger
+from .durable import refuses_in_memory
 from .table import print_rows
 
 COLUMNS = ("run", "stream", "status", "input", "output", "total", "cost", "tries", "delivered")
 LEDGER_COLUMNS = ("run", "stream", "day", "input", "output", "total", "cost")
 BAD_DAY = "--{name} must be a day as YYYY-MM-DD, got {value!r}"
+NO_BILLS = "it holds no bill"
 UNDELIVERED_AND_USER = (
     "--undelivered lists the billing outbox and --user the usage ledger: use one of them"
 )
@@ -37,6 +39,7 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
     bills.add_argument("--until", help="with --user: up to this UTC day (YYYY-MM-DD)")
     bills.add_argument("--json", action="store_true", help="one bill JSON per line")
     add_db_option(bills)
+    refuses_in_memory(bills, NO_BILLS)
     bills.set_defaults(run=run)
 
 

@@ -15,6 +15,9 @@ import sqlalchemy as sa
 from ..log import EventLog, migrate
 from ..log.backend import prunable_runs_sql
 from ..log.schema import EVENTS, HEAD_REVISION
+from .durable import refuses_in_memory
+from .json_output import add_json_option, print_json
+from .unreachable import shown
 
 AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 AGE_NAMES = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
@@ -34,6 +37,8 @@ EVERYTHING = (
     "gateway-kit db prune: this deletes every event in the log ({total}, those of {runs} finished "
     "more than {age} ago); nothing was deleted. Run it again with --yes to delete them"
 )
+UPGRADE_VANISHES = "the tables it makes would vanish with it"
+PRUNE_VANISHES = "it starts empty, with nothing to prune"
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -42,6 +47,8 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
 
     upgrade = actions.add_parser("upgrade", help="create or migrate gateway_kit's tables")
     add_db_option(upgrade)
+    add_json_option(upgrade)
+    refuses_in_memory(upgrade, UPGRADE_VANISHES)
     upgrade.set_defaults(run=run_upgrade)
 
     prune = actions.add_parser("prune", help="delete events of runs finished long ago")
@@ -55,6 +62,8 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
     prune.add_argument(
         "--yes", action="store_true", help="go ahead even when every event would be deleted"
     )
+    add_json_option(prune)
+    refuses_in_memory(prune, PRUNE_VANISHES)
     prune.set_defaults(run=run_prune)
 
 
@@ -67,10 +76,15 @@ def parse_age(text: str) -> timedelta:
 
 def run_upgrade(args: argparse.Namespace) -> int:
     before = migrate.upgrade(args.db)
-    if before == HEAD_REVISION:
-        print(f"{args.db}: already at revision {HEAD_REVISION}")
+    database = shown(args.db)
+    if args.json:
+        upgraded = before != HEAD_REVISION
+        print_json({"database": database, "before": before, "revision": HEAD_REVISION,
+                    "upgraded": upgraded})  # fmt: skip
+    elif before == HEAD_REVISION:
+        print(f"{database}: already at revision {HEAD_REVISION}")
     else:
-        print(f"{args.db}: upgraded from {before or 'an empty database'} to {HEAD_REVISION}")
+        print(f"{database}: upgraded from {before or 'an empty database'} to {HEAD_REVISION}")
     return 0
 
 
@@ -92,13 +106,27 @@ def run_prune(args: argparse.Namespace) -> int:
         [plan] = log.tables.select(PRUNE_PLAN, {"cutoff": cutoff})
         runs = f"{plan.runs} run{'' if plan.runs == 1 else 's'}"
         counts = {"doomed": plan.doomed, "runs": runs, "total": plan.total, "age": age}
+        done = {
+            "dry_run": args.dry_run,
+            "older_than_seconds": args.older_than.total_seconds(),
+            "events": plan.total,
+            "runs": plan.runs,
+            "would_delete": plan.doomed,
+            "deleted": 0,
+        }
         if args.dry_run:
-            print(WOULD_DELETE.format(**counts))
+            if args.json:
+                print_json(done)
+            else:
+                print(WOULD_DELETE.format(**counts))
             return 0
         if plan.total and plan.doomed == plan.total and not args.yes:
             print(EVERYTHING.format(**counts), file=sys.stderr)
             return 1
         deleted = log.prune(older_than=args.older_than)
-    print(DELETED.format(deleted=deleted, age=age))
+    if args.json:
+        print_json({**done, "deleted": deleted})
+    else:
+        print(DELETED.format(deleted=deleted, age=age))
     sys.stdout.flush()
     return 0

@@ -25,6 +25,7 @@ from ..execution.decider import HeartbeatDecider, HeartbeatDecision, check_tmux_
 from ..execution.tmux import Tmux, TmuxError
 from ..hooks import PluginContext, Plugins
 from ..log import EventLog
+from .durable import refuses_in_memory
 
 DURATION = re.compile(r"(?P<amount>[0-9]+(?:\.[0-9]+)?)(?P<unit>ms|s|m|h)?")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -32,6 +33,10 @@ BAD_DURATION = "--every must be a duration such as 30s, 5m or 1h, got {value!r}"
 BAD_MESSAGE = "--message must be one line of printable text, got {value!r}"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 TMUX_PLUGIN = "tmux_pane"
+NOTHING_OBSERVED = (
+    "it holds nothing the gateway observed to decide from, and the decisions it records "
+    "would vanish with it"
+)
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -45,6 +50,7 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
     parser.add_argument("--tmux-socket", help="the tmux server's socket name (tmux -L)")
     parser.add_argument("--json", action="store_true", help="one decision JSON per line")
     add_db_option(parser)
+    refuses_in_memory(parser, NOTHING_OBSERVED)
     parser.set_defaults(run=run)
 
 

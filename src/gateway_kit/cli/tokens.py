@@ -2,7 +2,7 @@
 
     gateway-kit tokens create USER [--scope S ...] [--host] [--json | --quiet]  # the token, once
     gateway-kit tokens list [USER] [--json]
-    gateway-kit tokens revoke TOKEN_ID                        # its sockets are disconnected
+    gateway-kit tokens revoke TOKEN_ID [--json]               # its sockets are disconnected
 
 Only the token's SHA-256 is stored: a token lost is revoked and made again, never shown again.
 """
@@ -19,6 +19,8 @@ from typing import Any
 from ..exceptions import InvalidCredential
 from ..identity.tokens import ApiToken, ApiTokens, TokenKind
 from ..log import EventLog
+from .durable import refuses_in_memory
+from .json_output import add_json_option, print_json
 from .table import print_rows
 
 CREATED = """\
@@ -34,6 +36,8 @@ COLUMNS = ("token id", "user", "kind", "scopes", "created", "revoked")
 REVOKED = "revoked {token_id} ({user_id}); its Socket.IO connections are closed within seconds"
 ALREADY_REVOKED = "{token_id} ({user_id}) was already revoked at {when} UTC; nothing changed"
 SHOWN_ONCE = "The token is shown this once. Send it as `Authorization: Bearer <token>`."
+CREATE_VANISHES = "the token would vanish with it, and no server could accept it"
+NO_TOKENS = "it holds no token"
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -53,15 +57,19 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
     )
     shown.add_argument("--quiet", action="store_true", help="print the token alone")
     add_db_option(create)
+    refuses_in_memory(create, CREATE_VANISHES)
     create.set_defaults(run=run_create)
     listing = actions.add_parser("list", help="the tokens (never their secrets)")
     listing.add_argument("user", metavar="USER", nargs="?")
     listing.add_argument("--json", action="store_true", help="one JSON object per token")
     add_db_option(listing)
+    refuses_in_memory(listing, NO_TOKENS)
     listing.set_defaults(run=run_list)
     revoke = actions.add_parser("revoke", help="revoke a token by its id")
     revoke.add_argument("token_id", metavar="TOKEN_ID")
+    add_json_option(revoke)
     add_db_option(revoke)
+    refuses_in_memory(revoke, NO_TOKENS)
     revoke.set_defaults(run=run_revoke)
 
 
@@ -113,8 +121,12 @@ def run_revoke(args: argparse.Namespace) -> int:
         except KeyError as exc:
             print(f"gateway-kit tokens revoke: {exc.args[0]}", file=sys.stderr)
             return 1
-    if before is not None and before.revoked_at is not None:
-        when = _when(before.revoked_at)
+    revoked_before = None if before is None else before.revoked_at
+    if args.json:
+        print_json({**token_json(record), "already_revoked": revoked_before is not None})
+        return 0
+    if revoked_before is not None:
+        when = _when(revoked_before)
         print(ALREADY_REVOKED.format(token_id=record.token_id, user_id=record.user_id, when=when))
         return 0
     print(REVOKED.format(token_id=record.token_id, user_id=record.user_id))
