@@ -1,5 +1,6 @@
 """``gateway-kit tail STREAM``: print a stream's events as they arrive, until Ctrl-C, or until
-the end of one run (``--until-finish RUN_ID``).
+the end of one run (``--until-finish RUN_ID``), which must be known: one that has started,
+even if it has written nothing yet (`runs_known`).
 
 Ctrl-C is handled here rather than left to the inherited disposition: a shell starts background
 jobs and non-interactive scripts with SIGINT ignored, and a tail started that way must still stop
@@ -18,11 +19,18 @@ from typing import Any
 
 from ..log import Event, EventLog
 from ..log.event import check_cursor
+from .durable import refuses_in_memory
+from .runs_known import stream_of_run
+from .unreachable import shown
 
 STOP_SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143}  # the shell's 128 + signal number
 HEADER = "# {stream} in {db} (epoch {epoch}), after seq {after}"
 OTHER_STREAM = "run {run_id!r} belongs to stream {found!r}, not {stream!r}"
 ALREADY_ENDED = "# run {run_id} ended at seq {seq} ({type}), at or before --after {after}"
+UNKNOWN_RUN = (
+    "no run {run_id!r} is known: none was started with that id, and the log holds nothing of it"
+)
+NOTHING_TO_TAIL = "it starts empty, and no other process can write to it"
 
 
 def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -38,6 +46,7 @@ def register(commands: Any, add_db_option: Callable[[argparse.ArgumentParser], N
         help="stop after this run's terminal event (its Finish or Error)",
     )
     add_db_option(tail)
+    refuses_in_memory(tail, NOTHING_TO_TAIL)
     tail.set_defaults(run=run)
 
 
@@ -49,27 +58,24 @@ def cursor(text: str) -> int:
 
 
 def format_event(event: Event) -> str:
+    """One line: the event's seq (what ``--after`` takes), time, type, run and data."""
     when = event.created_at.strftime("%H:%M:%S")
     run = f" run={event.run_id}" if event.run_id else ""
-    return f"{event.seq:>8} {when} #{event.pos} {event.type}{run} {event.data_json}"
+    return f"{event.seq:>8} {when} {event.type}{run} {event.data_json}"
 
 
 def run(args: argparse.Namespace) -> int:
     notes = sys.stderr if args.json else sys.stdout
     with EventLog(args.db) as log:
-        header = HEADER.format(stream=args.stream, db=args.db, epoch=log.epoch, after=args.after)
+        # A run that cannot be waited for is said alone, before the header.
+        if args.until_finish is not None and (problem := run_problem(log, args)) is not None:
+            print(f"gateway-kit tail: {problem[1]}", file=sys.stderr)
+            return problem[0]
+        header = HEADER.format(
+            stream=args.stream, db=shown(args.db), epoch=log.epoch, after=args.after
+        )
         print(header, file=notes, flush=True)
         if args.until_finish is not None:
-            found = log.latest(run_id=args.until_finish)
-            if found is not None and found.stream != args.stream:
-                print(
-                    "gateway-kit tail: "
-                    + OTHER_STREAM.format(
-                        run_id=args.until_finish, found=found.stream, stream=args.stream
-                    ),
-                    file=sys.stderr,
-                )
-                return 2
             end = log.run_end(args.until_finish)
             if end is not None and end.seq <= args.after:
                 print(
@@ -82,6 +88,16 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(
             until_stopped(follow(log, args.stream, args.after, args.json, args.until_finish))
         )
+
+
+def run_problem(log: EventLog, args: argparse.Namespace) -> tuple[int, str] | None:
+    """Why ``--until-finish`` cannot wait for its run (with the exit code), or None."""
+    found = stream_of_run(log, args.stream, args.until_finish)
+    if found is None:
+        return 1, UNKNOWN_RUN.format(run_id=args.until_finish)
+    if found != args.stream:
+        return 2, OTHER_STREAM.format(run_id=args.until_finish, found=found, stream=args.stream)
+    return None
 
 
 async def until_stopped(work: Coroutine[Any, Any, None]) -> int:
