@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +33,24 @@ not_a_gateway = object()
 """
 
 
-def plugins_command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+FROM_THE_ENVIRONMENT = """
+from gateway_kit import EventLog, Gateway
+from gateway_kit.settings import database_url
+
+app = Gateway(log=EventLog(database_url()), load_entry_points=False)
+"""
+
+
+def plugins_command(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [GATEWAY_KIT, "plugins", *args], cwd=cwd, capture_output=True, text=True, timeout=60
+        [GATEWAY_KIT, "plugins", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
 
 
@@ -111,3 +127,16 @@ def test_flags_that_cannot_change_a_built_gateway_are_an_error(tmp_path: Path) -
         refused = plugins_command("deployment:app", *flags, cwd=tmp_path)
         assert refused.returncode == 2 and refused.stdout == ""
         assert f"{flags[0]} cannot change the plugins of deployment:app" in refused.stderr
+
+
+def test_listing_the_plugins_of_a_gateway_creates_no_database(tmp_path: Path) -> None:
+    # The module builds its log as the contract's default does: $GATEWAY_KIT_DB, else the
+    # gateway.db of the current directory.
+    (tmp_path / "deployment.py").write_text(FROM_THE_ENVIRONMENT)
+    unset = {k: v for k, v in os.environ.items() if k != "GATEWAY_KIT_DB"}
+    named = {**unset, "GATEWAY_KIT_DB": f"sqlite:///{tmp_path}/named.db"}
+    for env in (unset, named):
+        listed = plugins_command("deployment:app", cwd=tmp_path, env=env)
+        assert listed.returncode == 0, listed.stderr
+        assert "publish_guard" in listed.stdout
+        assert {p.name for p in tmp_path.iterdir()} - {"__pycache__"} == {"deployment.py"}

@@ -1,9 +1,10 @@
 """``gateway-kit serve`` refusing what it cannot do, in one line that says what would help,
-before it opens any database; and ``--factory``, which helps."""
+leaving no database behind; and ``--factory``, which helps."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway_kit import EventLog
 from gateway_kit.cli import main
 
 from .test_serve_demo import EXE, free_port, running, stop, wait_until_serving
@@ -36,6 +38,12 @@ def four_arguments(a, b, c, d):
 
 settings = {"debug": True}
 gateway = Gateway(create_app(), log=EventLog(os.environ["GATEWAY_KIT_DB"]), load_entry_points=False)
+
+
+async def fails_to_start(scope, receive, send):
+    if scope["type"] == "lifespan":
+        await receive()
+        await send({"type": "lifespan.startup.failed", "message": "the app cannot start"})
 """
 
 
@@ -111,3 +119,76 @@ def test_factory_serves_the_app_the_function_returns(site: str, tmp_path: Path) 
         assert answer.json() == {"hello": "from a factory"}
         _, err = stop(server)
     assert "Traceback" not in err
+
+
+def database_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("gateway.db"))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["{site}:gateway", "--allow-anonymous"],  # a flag a built Gateway cannot take
+        ["{site}:gateway", "--interface", "asgi"],
+        ["{site}:no_such_attribute"],
+        ["{site}:settings"],  # not an app
+    ],
+    ids=["a-flag-for-plain-apps", "interface", "no-such-attribute", "not-an-app"],
+)
+def test_a_start_refused_after_the_app_was_imported_leaves_no_database(
+    site: str, tmp_path: Path, args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = ["serve", *(arg.format(site=site) for arg in args), "--port", str(free_port())]
+    assert main(command) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert database_files(tmp_path) == []
+
+
+def test_an_app_whose_start_up_fails_leaves_no_database(
+    site: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = ["serve", f"{site}:fails_to_start", "--interface", "asgi"]
+    assert main([*command, "--port", str(free_port())]) == 1
+    assert f"{site}:fails_to_start did not start" in capsys.readouterr().err
+    assert database_files(tmp_path) == []
+
+
+def test_a_failed_start_keeps_a_database_that_was_there_before(
+    site: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with EventLog(f"sqlite:///{tmp_path}/gateway.db") as log:
+        log.append("conv", "Message", {"text": "kept"})
+    assert main(["serve", f"{site}:gateway", "--allow-anonymous", "--port", str(free_port())]) == 2
+    capsys.readouterr()
+    with EventLog(f"sqlite:///{tmp_path}/gateway.db") as log:
+        assert [e.data for e in log.read()] == [{"text": "kept"}]
+
+
+def test_serve_with_workers_refuses_an_in_memory_database_before_importing_the_app(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "never_imported.py").write_text("raise SystemExit('imported')\n")
+    port = str(free_port())
+    done = subprocess.run(
+        [
+            *EXE,
+            "serve",
+            "never_imported:app",
+            "--workers",
+            "2",
+            "--port",
+            port,
+            "--db",
+            "sqlite:///",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "gateway-kit serve: sqlite:/// is an in-memory database: each of the 2 workers would "
+        "have one of its own, and none would see what the others write; name a database file "
+        "(sqlite:///gateway.db) or PostgreSQL, or serve with --workers 1\n"
+    )

@@ -3,23 +3,32 @@
 Without MODULE:ATTR it lists what a `Gateway` made here would load: the built-ins and the
 installed distributions' entry points. With it, the plugins of that `Gateway` (passed in ones
 included).
+
+Listing opens no database. MODULE is imported with ``$GATEWAY_KIT_DB`` naming an in-memory
+one, so that a module that builds its log from it (as the contract's default does) creates or
+migrates nothing; a module that names a database of its own opens it as it always does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..gateway import Gateway
 from ..hooks import PluginInfo, Plugins
 from ..hooks.loading import entry_points
+from ..settings import DATABASE_URL_VAR
 from .serve import TargetError, load_target
 
 NOT_A_GATEWAY = "{spec} is not a Gateway (a plain app gets the plugins listed without it)"
 COLUMNS = ("NAME", "FROM", "HOOKS")
+# What a module that builds its log from $GATEWAY_KIT_DB gets while its plugins are listed.
+NO_DATABASE = "sqlite://"
 UNKNOWN_BLOCK = "--block {name!r}: no installed plugin has that name (installed: {known})"
 NOT_WITH_APP = (
     "{flags} cannot change the plugins of {spec}, a Gateway already built: "
@@ -61,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"gateway-kit plugins: {error}", file=sys.stderr)
             return 2
         try:
-            target = load_target(args.app)
+            with database_from_env(NO_DATABASE):
+                target = load_target(args.app)
         except TargetError as exc:
             print(f"gateway-kit plugins: {exc}", file=sys.stderr)
             return 2
@@ -76,6 +86,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(table(infos))
     return 0
+
+
+@contextlib.contextmanager
+def database_from_env(url: str) -> Iterator[None]:
+    """``$GATEWAY_KIT_DB`` is `url` within the block, and as it was after."""
+    before = os.environ.get(DATABASE_URL_VAR)
+    os.environ[DATABASE_URL_VAR] = url
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[DATABASE_URL_VAR]
+        else:
+            os.environ[DATABASE_URL_VAR] = before
 
 
 def as_json(info: PluginInfo) -> dict[str, object]:

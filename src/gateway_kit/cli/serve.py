@@ -12,7 +12,10 @@ wrapped in each of them by `worker_app`.
 
 The port is bound before MODULE is imported: a port in use is said at once, before any database
 is opened or migrated. A flag that cannot apply (``--allow-anonymous`` or ``--interface`` for a
-module that built its `Gateway` itself) is an error rather than silently ignored.
+module that built its `Gateway` itself) is an error rather than silently ignored. A start that
+fails leaves no database behind: a SQLite file of ``--db`` that did not exist before is removed
+again (`fresh_file`), since importing MODULE may have made it. With ``--workers`` above 1 an
+in-memory database is refused: each worker would have one of its own.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from uvicorn.supervisors import Multiprocess
 from ..gateway import Gateway, is_wsgi
 from ..log import EventLog
 from ..settings import DATABASE_URL_VAR
+from .durable import in_memory
+from .fresh_file import FreshSqliteFile
 from .sockets import CANNOT_LISTEN, listen
 
 TARGET_VAR = "GATEWAY_KIT_SERVE_APP"
@@ -63,6 +68,12 @@ FACTORY_FAILED = "{spec} --factory: calling it failed: {error}"
 NOT_FOR_A_GATEWAY = (
     "{flag} applies only to an app that serve wraps, and {spec} is a Gateway already: {instead}"
 )
+NOT_SHARED = (
+    "{url} is an in-memory database: each of the {workers} workers would have one of its own, "
+    "and none would see what the others write; name a database file (sqlite:///gateway.db) or "
+    "PostgreSQL, or serve with --workers 1"
+)
+NOT_STARTED = "{spec} did not start (the reason is logged above)"
 GATEWAY_INSTEAD = {
     "--allow-anonymous": "pass Gateway(..., allow_anonymous=True) in {module} instead",
     "--interface": "pass Gateway(..., wsgi=True or False) in {module} instead",
@@ -200,17 +211,30 @@ def refused_flags(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workers > 1 and in_memory(args.db):
+        error = NOT_SHARED.format(url=args.db, workers=args.workers)
+        print(f"gateway-kit serve: {error}", file=sys.stderr)
+        return 2
     try:
         sock = listen(args.host, args.port)
     except OSError as exc:
         error = CANNOT_LISTEN.format(host=args.host, port=args.port, error=exc.strerror)
         print(f"gateway-kit serve: {error}", file=sys.stderr)
         return 1
+    fresh = FreshSqliteFile(args.db)
+    opened: list[EventLog] = []  # the logs serve knows of: closed before a fresh file goes
     with sock:
-        return serve(args, sock)
+        code = serve(args, sock, opened)
+    if code != 0:
+        for log in opened:
+            log.close()
+        fresh.discard()
+    return code
 
 
-def serve(args: argparse.Namespace, sock: Any) -> int:
+def serve(args: argparse.Namespace, sock: Any, opened: list[EventLog]) -> int:
+    """Serve until stopped (0); non-zero when the start failed. The logs opened on the way are
+    added to `opened`."""
     os.environ[DATABASE_URL_VAR] = args.db
     try:
         target = load_app(args.app, factory=args.factory, interface=args.interface)
@@ -218,6 +242,11 @@ def serve(args: argparse.Namespace, sock: Any) -> int:
         print(f"gateway-kit serve: {exc}", file=sys.stderr)
         return 2
     if isinstance(target, Gateway):
+        opened.append(target.log)
+        if args.workers > 1 and in_memory(target.log.url):
+            error = NOT_SHARED.format(url=target.log.url, workers=args.workers)
+            print(f"gateway-kit serve: {error}", file=sys.stderr)
+            return 2
         for flag in refused_flags(args):
             module = args.app.partition(":")[0]
             instead = GATEWAY_INSTEAD[flag].format(module=module)
@@ -232,9 +261,16 @@ def serve(args: argparse.Namespace, sock: Any) -> int:
         app = as_gateway(
             target, args.db, allow_anonymous=args.allow_anonymous, interface=args.interface
         )
-        # uvicorn stops gracefully on Ctrl-C, then raises it again: a stop as asked.
-        with contextlib.suppress(KeyboardInterrupt):
-            uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+        if app.log not in opened:
+            opened.append(app.log)
+        server = uvicorn.Server(uvicorn.Config(app, **options))
+        # uvicorn stops gracefully on Ctrl-C, then raises it again: a stop as asked. It exits
+        # (SystemExit) when the app's start-up fails, having logged why.
+        with contextlib.suppress(KeyboardInterrupt, SystemExit):
+            server.run(sockets=[sock])
+        if not server.started:
+            print(f"gateway-kit serve: {NOT_STARTED.format(spec=args.app)}", file=sys.stderr)
+            return 1
         return 0
     if isinstance(target, Gateway):
         config = uvicorn.Config(args.app, factory=args.factory, workers=args.workers, **options)
