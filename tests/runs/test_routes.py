@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import respx
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GooseUpstream, LifecycleSettings
 from gateway_kit.testing import FakeGoose, Turn
 
 from ..upstream.harness import FAST, GOOSE_URL, until
@@ -222,9 +222,17 @@ def test_bad_requests_get_json_errors(log_url: str) -> None:
 
 
 def test_goose_refusing_the_run_fails_it_visibly(log_url: str) -> None:
+    # goose stays busy with a request of someone else's: the start is refused once it has
+    # tried for busy_wait.
+    settings = LifecycleSettings(busy_wait=0.2)
+
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
-        async with gateway_client(log_url, fake) as (client, gateway, log):
+        async with gateway_client(log_url, fake, lifecycle_settings=settings) as (
+            client,
+            gateway,
+            log,
+        ):
             session_id = bound_session(fake, gateway, Turn().hang())
             await gateway.upstream.reply(session_id, "someone else's request")  # type: ignore[union-attr]
             answer = await client.post("/gateway/streams/conv/runs", json={"message": "mine"})

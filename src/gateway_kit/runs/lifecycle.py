@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from ..coordination.tasks import TaskSet
@@ -30,6 +30,7 @@ from ..log.transaction import Transaction
 from ..settings import DEFAULT_WORKING_DIR
 from .backoffs import RetryBackoffs
 from .billing import BillingOutbox
+from .busy import reply_when_free, still_wanted
 from .deadlines import RunDeadlines
 from .decisions import RunDecisions
 from .events import UPSTREAM_ERROR, UPSTREAM_FINISH
@@ -122,13 +123,16 @@ class RunLifecycle:
         The current attempt's `Finish` or `Error` may be in the log without the run's end (the
         process that appended it died before deciding): decide now. A run whose end is in the
         log but not in its row (a process died between the two, before they were written
-        together) gets its row brought in line.
+        together) gets its row brought in line, and goose is asked to drop its request: nobody
+        reads what it does any more.
         """
         return await self._carried(self._resume(run))
 
     async def _resume(self, run: Run) -> bool:
         async with self.lock(run.run_id):
             current, settled, ends = await asyncio.to_thread(self._look_back, run.run_id)
+            if current is not None and settled:
+                self.cancel_soon(current)
             if current is None or settled:
                 return settled
             for event in ends:
@@ -162,18 +166,31 @@ class RunLifecycle:
         request_id: str,
         *,
         override_conversation: list[dict[str, Any]] | None = None,
+        release: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """goose's `reply`, answered within `reply_timeout` (`UpstreamTimeout` past it): goose
-        answers at once and works in the background, so a longer wait means a goose that hangs."""
+        """goose's `reply`, each try answered within `reply_timeout` (`UpstreamTimeout` past
+        it): goose answers at once and works in the background, so a longer wait means a goose
+        that hangs. A reply refused because the session is busy is sent again within
+        `busy_wait` (`busy.py`), after `release()` has asked goose to drop what may still hold
+        the session."""
         seconds = self.settings.reply_timeout
-        try:
-            async with asyncio.timeout(seconds):
-                await self.upstream.reply(
-                    session_id, text, request_id, override_conversation=override_conversation
-                )
-        except TimeoutError:
-            call = f"the reply {request_id}"
-            raise UpstreamTimeout(NO_ANSWER.format(call=call, seconds=seconds)) from None
+
+        async def send() -> None:
+            try:
+                async with asyncio.timeout(seconds):
+                    await self.upstream.reply(
+                        session_id, text, request_id, override_conversation=override_conversation
+                    )
+            except TimeoutError:
+                call = f"the reply {request_id}"
+                raise UpstreamTimeout(NO_ANSWER.format(call=call, seconds=seconds)) from None
+
+        await reply_when_free(
+            send,
+            busy_wait=self.settings.busy_wait,
+            wanted=lambda: still_wanted(self.store, request_id),
+            release=release,
+        )
 
     def cancel_soon(self, run: Run) -> None:
         """Cancel the run's current goose request in the background (a reply that timed out
@@ -248,7 +265,8 @@ class RunLifecycle:
             return await self.end_run(run, ERROR, data, RunStatus.FAILED)
 
     async def settle_ended(self, run: Run) -> bool:
-        """True when the log already ends the run; its row, if still active, is brought in line.
+        """True when the log already ends the run; its row, if still active, is brought in line
+        and goose asked to drop its request (which would keep the session busy for the next).
 
         Rows written before a run's end was written with its terminal event (or by a process
         that died between the two) can say active for a run the log has ended.
@@ -256,7 +274,8 @@ class RunLifecycle:
         terminal = await self.log.arun_end(run.run_id)
         if terminal is None:
             return False
-        await asyncio.to_thread(self.store.settle, run, terminal)
+        if await asyncio.to_thread(self.store.settle, run, terminal):
+            await self.cancel_current(run)
         return True
 
     # --- helpers -----------------------------------------------------------------------------

@@ -18,6 +18,11 @@ from .billing import BillingSettings
 # Runs one user may have active at once, over every stream and process: enough for a few tabs
 # and agents at work, and a bound on what one user's never-ending runs cost everyone else.
 DEFAULT_MAX_ACTIVE_RUNS_PER_USER = 8
+# How long a reply goose refuses with "Session already has an active request" is sent again:
+# a cancelled request goose lets go of a moment late, or one a cancel never reached. Shorter
+# than a pump's `lost_run_grace` (5 s), so that no pump takes a run still being retried for one
+# goose lost.
+DEFAULT_BUSY_WAIT = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +41,10 @@ class LifecycleSettings:
     :param max_active_runs_per_user: runs one user may have active at once, counted in the
         database over every stream and process; starting one more is refused (HTTP 429) until
         one ends.
+    :param busy_wait: seconds a reply goose refuses because the session still holds another
+        request (one the gateway is done with) is sent again, with growing pauses; the first
+        retry of a run's start asks goose to drop the request of the session's previous run.
+        Past it a start is refused (HTTP 409) as before.
     """
 
     max_follow_ups: int = 2
@@ -45,6 +54,7 @@ class LifecycleSettings:
     cancel_deadline: float = DEFAULT_CANCEL_DEADLINE
     max_run_duration: float = DEFAULT_MAX_RUN_DURATION
     max_active_runs_per_user: int = DEFAULT_MAX_ACTIVE_RUNS_PER_USER
+    busy_wait: float = DEFAULT_BUSY_WAIT
 
     def __post_init__(self) -> None:
         check_count("max_follow_ups", self.max_follow_ups, least=0)
@@ -53,6 +63,7 @@ class LifecycleSettings:
         check_seconds("reply_timeout", self.reply_timeout)
         check_seconds("cancel_deadline", self.cancel_deadline)
         check_duration("max_run_duration", self.max_run_duration)
+        check_seconds("busy_wait", self.busy_wait)
 
 
 def check_count(name: str, value: object, *, least: int) -> None:

@@ -136,7 +136,12 @@ class RunService:
             await asyncio.to_thread(self.store.end, run_id, RunStatus.FAILED)
             raise
         try:
-            await self.lifecycle.reply(binding.session_id, message, run.upstream_request_id)
+            await self.lifecycle.reply(
+                binding.session_id,
+                message,
+                run.upstream_request_id,
+                release=lambda: self._drop_previous(binding.session_id),
+            )
         except UpstreamError as exc:
             await self._refused(run, exc)
             if isinstance(exc, UpstreamTimeout):
@@ -146,6 +151,13 @@ class RunService:
             raise
         self.pumps.ensure(binding.session_id)
         return run
+
+    async def _drop_previous(self, session_id: str) -> None:
+        """Ask goose to drop the request of the session's run before this one: it has ended
+        for the gateway, yet may still keep the session busy."""
+        previous = await asyncio.to_thread(self.store.latest_ended_run, session_id)
+        if previous is not None:
+            await self.lifecycle.cancel_current(previous)
 
     async def _binding(self, stream: str) -> SessionBinding:
         """The goose session serving `stream`, started now if it has none. A session id that

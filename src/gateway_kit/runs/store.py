@@ -84,6 +84,7 @@ LATEST_RUN_OF_SESSION = (
     .order_by(runs.c.created_at.desc())
     .limit(1)
 )
+LATEST_ENDED_RUN_OF_SESSION = LATEST_RUN_OF_SESSION.where(runs.c.status != ACTIVE)
 ACTIVE_RUNS = sa.select(runs).where(runs.c.status == ACTIVE).order_by(runs.c.created_at)
 ACTIVE_RUNS_OF_SESSION = ACTIVE_RUNS.where(runs.c.session_id == sa.bindparam("session"))
 ACTIVE_RUN_OF_STREAM = ACTIVE_RUNS.where(runs.c.stream == sa.bindparam("stream"))
@@ -280,6 +281,11 @@ class RunStore(SessionBindings, Bills):
         row = self._first(LATEST_RUN_OF_SESSION, {"session": session_id})
         return None if row is None else _run(row)
 
+    def latest_ended_run(self, session_id: str) -> Run | None:
+        """The run of the session that started last among those that have ended."""
+        row = self._first(LATEST_ENDED_RUN_OF_SESSION, {"session": session_id})
+        return None if row is None else _run(row)
+
     def by_upstream_request(self, request_id: str) -> Run | None:
         """The run one of whose attempts is goose's request `request_id`."""
         row = self._first(RUN_OF_REQUEST, {"request_id": request_id})
@@ -291,9 +297,11 @@ class RunStore(SessionBindings, Bills):
         result = self.tables.write(END, end_params(run_id, status))
         return bool(result.rowcount)
 
-    def settle(self, run: Run, terminal: Event) -> None:
-        """Bring the row of a run the log has ended (by `terminal`) in line with that end."""
-        self.end(run.run_id, ending_status(terminal.type, cancel_requested=run.cancel_requested))
+    def settle(self, run: Run, terminal: Event) -> bool:
+        """Bring the row of a run the log has ended (by `terminal`) in line with that end;
+        False when it was already."""
+        status = ending_status(terminal.type, cancel_requested=run.cancel_requested)
+        return self.end(run.run_id, status)
 
     def request_cancel(self, run_id: str) -> bool:
         result = self.tables.write(REQUEST_CANCEL, {"run_id": run_id})

@@ -106,6 +106,9 @@ class SessionBus:
         self._queue_size = queue_size
         self._subscriptions: set[Subscription] = set()
         self._active: dict[str, asyncio.Event] = {}
+        # With `hold_cancelled`: cancelled requests that keep the session busy until released.
+        self._release: asyncio.Event | None = None
+        self._held: set[str] = set()
         self.closed = False
 
     # --- events
@@ -147,18 +150,28 @@ class SessionBus:
     # --- requests
 
     def try_register(self, request_id: str) -> asyncio.Event | None:
-        """Register a reply; None while another request of the session is active."""
-        if self._active:
+        """Register a reply; None while another request of the session is active (or, with
+        `hold_cancelled`, a cancelled one is not released yet)."""
+        if self._release is not None and self._release.is_set():
+            self._held.clear()
+        if self._active or self._held:
             return None
         cancelled = asyncio.Event()
         self._active[request_id] = cancelled
         return cancelled
 
     def cancel(self, request_id: str) -> None:
-        """Cancel a request and free the session at once; unknown ids are ignored."""
+        """Cancel a request and free the session at once (with `hold_cancelled`, once
+        released); unknown ids are ignored."""
         cancelled = self._active.pop(request_id, None)
         if cancelled is not None:
             cancelled.set()
+            if self._release is not None and not self._release.is_set():
+                self._held.add(request_id)
+
+    def hold_cancelled(self, release: asyncio.Event) -> None:
+        """From now on a cancelled request keeps the session busy until `release` is set."""
+        self._release = release
 
     def finish(self, request_id: str) -> None:
         self._active.pop(request_id, None)
@@ -175,3 +188,4 @@ class SessionBus:
         for cancelled in self._active.values():
             cancelled.set()
         self._active.clear()
+        self._held.clear()

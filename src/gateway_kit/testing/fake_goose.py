@@ -72,6 +72,14 @@ class FakeGoose(FakeGooseState):
         transport = StreamingASGITransport(self)
         return router.route(**pattern).mock(side_effect=transport.handle_async_request)
 
+    def hold_cancelled(self, session_id: str) -> asyncio.Event:
+        """From now on the session stays busy after a cancel: a `reply` is answered 400
+        "Session already has an active request" until the returned event is set, as by a
+        goose that frees a cancelled request only once its task has wound down."""
+        release = asyncio.Event()
+        self._bus(session_id).hold_cancelled(release)
+        return release
+
     # --- ASGI
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
