@@ -147,7 +147,7 @@ def test_a_claimed_page_never_written_is_asked_for_and_written_from_the_follow_u
     types = [e["type"] for e in events]
     assert types.count("FollowUpStarted") == 1
     follow_up = next(e for e in events if e["type"] == "FollowUpStarted")
-    assert follow_up["data"]["missing"] == [str(tmp_path / "demo" / "public" / "report.html")]
+    assert follow_up["data"]["missing"] == ["public/report.html"]
     assert tool_calls(events) == ["write_file"]  # the follow-up's, carrying the page
     assert "guard_failed" not in types
     assert events[-1]["type"] == "Finish" and "guard_failed" not in events[-1]["data"]
@@ -162,7 +162,7 @@ def test_a_page_only_pretended_ends_flagged_after_the_follow_ups(
     types = [e["type"] for e in events]
     assert types.count("FollowUpStarted") == 2  # the lifecycle's max_follow_ups
     failed = next(e for e in events if e["type"] == "guard_failed")
-    assert failed["data"]["missing"] == [str(tmp_path / "demo" / "public" / "report.html")]
+    assert failed["data"]["missing"] == ["public/report.html"]
     assert events[-1]["type"] == "Finish" and events[-1]["data"]["guard_failed"] is True
     assert run["guard_failed"] is True
     assert not (tmp_path / "demo" / "public" / "report.html").exists()

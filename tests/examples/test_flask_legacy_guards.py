@@ -68,8 +68,8 @@ def test_a_page_claimed_and_not_written_is_asked_for_then_written(
     types = [type for type, _ in got]
     assert types.count("FollowUpStarted") == 1 and "guard_failed" not in types
     [started] = [data for type, data in got if type == "FollowUpStarted"]
-    assert started["reasons"] == [NOT_THERE] and started["missing"] == [str(page)]
-    assert f"- {page}\n" in started["prompt"]
+    assert started["reasons"] == [NOT_THERE] and started["missing"] == ["public/report.html"]
+    assert "- public/report.html\n" in started["prompt"]
     assert got[-1] == ("Finish", {"reason": "stop"})  # a plain success: the page is there
     assert page.is_file()
 
@@ -86,7 +86,7 @@ def test_a_page_that_never_comes_ends_the_task_flagged_after_two_follow_ups(
         {
             "type": "guard_failed",
             "reasons": [NOT_THERE],
-            "missing": [str(tmp_path / "public" / USER / "report.html")],
+            "missing": ["public/report.html"],
             "follow_ups": 2,
         },
     )

@@ -119,7 +119,7 @@ def test_a_write_not_approved_is_never_materialized_and_its_claim_is_vetoed(
     with caplog.at_level(logging.WARNING, logger="gateway_kit.plugins"):
         veto = guard.finish_guard(run, stored)
     assert not (root / "fox.html").exists()
-    assert veto is not None and list(veto.missing) == [f"{root}/fox.html"]
+    assert veto is not None and list(veto.missing) == ["public/fox.html"]
     assert any(
         "fox.html" in r.getMessage() and run.run_id in r.getMessage() for r in caplog.records
     )
@@ -190,7 +190,7 @@ def test_a_page_whose_write_was_rejected_or_expired_is_not_published_and_the_run
     assert [(c.id, c.action) for c in fake.confirmation_calls] == [("call_w1", "deny_once")]
     assert not (root / "fox.html").exists()
     assert run_types(events)[-2:] == ["guard_failed", "Finish"]
-    assert events[-2].data["missing"] == [f"{root}/fox.html"]
+    assert events[-2].data["missing"] == ["public/fox.html"]
     assert events[-1].data["guard_failed"] is True and shown["guard_failed"] is True
 
 

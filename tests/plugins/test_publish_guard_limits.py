@@ -67,7 +67,7 @@ def test_a_page_deeper_than_max_depth_is_refused_without_making_a_folder_and_sta
     with caplog.at_level(logging.WARNING, logger="gateway_kit.plugins"):
         veto = guard.finish_guard(run, events)
     assert everything_under(root) == []
-    assert veto is not None and list(veto.missing) == [f"{root}/{deep}"]
+    assert veto is not None and list(veto.missing) == [f"public/{deep}"]
     assert f"{depth} segments deep, over max_depth (32)" in logged(caplog)
 
 
@@ -127,7 +127,7 @@ def test_a_run_claiming_a_page_too_deep_to_publish_is_never_reported_delivered(
 
     shown, events = asyncio.run(main())
     assert run_types(events)[-2:] == ["guard_failed", "Finish"]
-    assert events[-2].data["missing"] == [f"{root}/{deep}"]
+    assert events[-2].data["missing"] == [f"public/{deep}"]
     assert events[-1].data["guard_failed"] is True and shown["guard_failed"] is True
     assert everything_under(root) == []
 

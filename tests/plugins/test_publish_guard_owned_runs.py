@@ -50,10 +50,10 @@ def test_a_follow_up_saying_done_does_not_take_back_the_pages_claimed_before(
     events = log.read(run_id="task-1")
     started: list[dict[str, Any]] = [e.data for e in events if e.type == "FollowUpStarted"]
     assert [data["missing"] for data in started] == [
-        [f"{root}/a.html", f"{root}/b.html"],
-        [f"{root}/b.html"],  # the first turn's claim still holds after the follow-up's "Done."
+        ["public/a.html", "public/b.html"],
+        ["public/b.html"],  # the first turn's claim still holds after the follow-up's "Done."
     ]
-    assert f"- {root}/b.html" in prompts[1]
+    assert "- public/b.html" in prompts[1]
     assert [e.type for e in events][-1] == "Finish" and events[-1].data == {"reason": "stop"}
 
 

@@ -59,8 +59,8 @@ def test_a_claimed_page_written_by_the_follow_up_passes(log_url: str, tmp_path: 
             return shown, log.read(run_id=run_id)
 
     shown, events = asyncio.run(main())
-    assert [f["missing"] for f in follow_ups(events)] == [[f"{root}/fox.html"]]
-    assert f"- {root}/fox.html" in prompt_of(fake, 1) and "write_file" in prompt_of(fake, 1)
+    assert [f["missing"] for f in follow_ups(events)] == [["public/fox.html"]]
+    assert "- public/fox.html" in prompt_of(fake, 1) and "write_file" in prompt_of(fake, 1)
     assert "guard_failed" not in run_types(events) and events[-1].data.get("guard_failed") is None
     assert shown["guard_failed"] is False and shown["attempt"] == 2
 
@@ -102,7 +102,7 @@ def test_missing_assets_are_named_exactly(log_url: str, tmp_path: Path) -> None:
             return shown, log.read(run_id=run_id)
 
     shown, events = asyncio.run(main())
-    missing = [f"{root}/assets/chart.png", f"{root}/assets/logo.webp", f"{root}/site.css"]
+    missing = ["public/assets/chart.png", "public/assets/logo.webp", "public/site.css"]
     assert [f["missing"] for f in follow_ups(events)] == [missing]
     assert all(f"- {path}" in prompt_of(fake, 1) for path in missing)
     assert shown["guard_failed"] is False and "guard_failed" not in run_types(events)
@@ -133,9 +133,10 @@ def test_a_page_never_written_ends_flagged_after_the_follow_ups(
     types = run_types(events)
     assert types.count("FollowUpStarted") == 2 and len(fake.reply_calls) == 3
     assert types[-2:] == ["guard_failed", "Finish"]
-    assert events[-2].data["missing"] == [f"{root}/fox.html"]
+    assert events[-2].data["missing"] == ["public/fox.html"]
     assert events[-1].data["guard_failed"] is True and shown["guard_failed"] is True
     assert any("still vetoed" in r.getMessage() for r in caplog.records)
+    assert not (root / "fox.html").exists()
 
 
 def test_a_plain_answer_is_left_alone(log_url: str, tmp_path: Path) -> None:

@@ -7,8 +7,12 @@ saying (`final_assistant_text`: goose's messages and an app's flat ones alike), 
 the pages it claims (`claims.py`), writes the files the run's own write tool calls carried under
 a ``public/`` segment when they are not on disk (`tool_calls`), and requires every claimed page
 to be there, no smaller than a stub, with every local image, stylesheet and script it references
-(`assets.py`). What is missing comes back as a `GuardVeto` naming exactly those paths, and the
-run gets a follow-up turn asking for them; an answer that claims nothing is never vetoed.
+(`assets.py`). What is missing comes back as a `GuardVeto` naming exactly those paths, each
+as ``public/<path under the root>`` (`public_path`): the veto goes into the follow-up prompt
+and into the events every client of the stream reads, which never name the server's own path
+of the root. The run gets a follow-up turn asking for them, and a write it makes to a path
+under a ``public`` segment is written to the root; an answer that claims nothing is never
+vetoed.
 
 Only a write known to have run is written (`approvals.py`): never one whose approval was
 rejected, expired or voided, whose result says it was declined, or whose approval was asked
@@ -51,7 +55,7 @@ from gateway_kit import Event, GuardVeto, StreamOwners, hookimpl
 from gateway_kit.hooks import PluginContext
 
 from .checking import KnownPages, answers, check, public_writes
-from .claims import Refused, claimed_pages
+from .claims import Refused, claimed_pages, public_path
 from .confinement import PublicRoot
 from .settings import CLAIM_PHRASES, GuardSettings, parse_settings
 
@@ -60,8 +64,9 @@ __all__ = ["CLAIM_PHRASES", "PublishGuard"]
 logger = logging.getLogger("gateway_kit.plugins")
 
 MISSING = (
-    "pages or files your answer points to are missing on disk (or are empty stubs): write each "
-    "of them, with its full content, with the {tool} tool at exactly the path listed"
+    "pages or files your answer points to are missing from the public folder (or are empty "
+    "stubs): write each of them, with its full content, with the {tool} tool, at the path "
+    "listed under your public/ folder"
 )
 REFUSED = "publish_guard: run %s: refused %r under %s: %s"
 NO_ROOT = "publish_guard: run %s is not checked: %s"
@@ -107,7 +112,7 @@ class PublishGuard:
         if not writes.within and not os.path.isdir(shown):
             # Nothing to write and no root yet (a user's first claim): the pages are missing.
             self._refused(run, refused + writes.over, shown)
-            return _veto(settings, [PublicRoot(shown).path(page) for page in pages])
+            return _veto(settings, [public_path(page) for page in pages])
         # The run's own writes may go to a root not made yet: it is under the template's fixed
         # part (checked above), so it is made with the first file written, as the agent's
         # write tool would.

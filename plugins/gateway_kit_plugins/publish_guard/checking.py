@@ -13,7 +13,7 @@ from gateway_kit.runs.events import FOLLOW_UP_STARTED, UPSTREAM_FINISH
 
 from .approvals import Approvals
 from .assets import page_assets
-from .claims import Refused, under_public
+from .claims import Refused, public_path, under_public
 from .confinement import PublicRoot, Version
 from .limits import OverLimit
 from .settings import GuardSettings
@@ -39,7 +39,7 @@ class Writes:
 
 @dataclass
 class Findings:
-    missing: list[str] = field(default_factory=list)  # as named to the agent: the root's path
+    missing: list[str] = field(default_factory=list)  # as named to the agent: `public_path`
     materialized: list[str] = field(default_factory=list)
     refused: list[Refused] = field(default_factory=list)
 
@@ -121,7 +121,7 @@ def check(
         try:
             _check_page(root, page, min_bytes, found, known)
         except OverLimit as exc:  # it cannot be published, so it is not there
-            found.missing.append(root.path(page))
+            found.missing.append(public_path(page))
             found.refused.append(exc)
         except Refused as exc:
             found.refused.append(exc)
@@ -142,7 +142,7 @@ def _check_page(
 
     read = root.read(page, MAX_PAGE_BYTES, known_version)
     if read is None or read[0].size < min_bytes:
-        found.missing.append(root.path(page))
+        found.missing.append(public_path(page))
         return
     version, content = read
     if content is None:
@@ -151,7 +151,7 @@ def _check_page(
         assets, refused = page_assets(content.decode("utf-8", "replace"), page)
         known.remember((root.real, page, version), assets, refused)
     missing, refused_now = root.absent(assets)
-    found.missing += [root.path(asset) for asset in missing]
+    found.missing += [public_path(asset) for asset in missing]
     found.refused += refused + refused_now
 
 

@@ -62,6 +62,13 @@ def inside(path: str) -> str:
     return "/".join(parts)
 
 
+def public_path(relative: str) -> str:
+    """How the guard names a file of the public root to the agent and to every client: by its
+    path under ``public/``, as the agent's own claims and writes name it. The server's path of
+    the root is never named: it would reach every client of the stream."""
+    return f"{PUBLIC}/{relative}"
+
+
 def under_public(path: str) -> str | None:
     """The part of `path` after its first ``public`` segment (None: it has none), plain."""
     parts = path.split("/")

@@ -82,9 +82,6 @@ class PublicRoot:
         self._dirs.clear()
         self._listings.clear()
 
-    def path(self, relative: str) -> str:
-        return f"{self.shown.rstrip('/')}/{relative}"
-
     def stat(self, relative: str) -> os.stat_result | None:
         """The regular file at `relative` (None: there is none)."""
         return self._followed(relative, lambda parts: self._stat(parts))

@@ -46,9 +46,10 @@ PUBLISH_COMMAND = "/publish"  # claims a page it has not written; writes it when
 PRETEND_COMMAND = "/pretend"  # claims a page and never writes it
 PAGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 CLAIM = "Done: the page is published at public/{name}.html"
-# An item a follow-up prompt lists as missing; the agent writes only a page right in the
-# user's public folder, confined to it by the page name's very shape.
+# An item a follow-up prompt lists as missing, named under public/ (the user's public folder);
+# the agent writes only a page right in that folder, confined to it by the page name's shape.
 MISSING_ITEM = re.compile(r"^- (.+)$", re.MULTILINE)
+PUBLIC_PREFIX = "public/"
 PAGE_FILE = re.compile(r"[A-Za-z0-9_-]{1,64}\.html")
 USER_ID = "{user_id}"
 PAGE = (
@@ -170,13 +171,13 @@ def public_folder(template: str | None, user: str) -> Path | None:
     return Path(template.replace(USER_ID, user))
 
 
-def missing_pages(prompt: str, folder: Path) -> list[str]:
-    """The names of the pages `prompt` lists as missing right in `folder`, each once."""
-    prefix = f"{folder}/"
+def missing_pages(prompt: str) -> list[str]:
+    """The names of the pages `prompt` lists as missing right in the public folder (each item
+    ``- public/NAME.html``), each once."""
     names: list[str] = []
-    for item in MISSING_ITEM.findall(prompt):
-        name = item.strip().removeprefix(prefix)
-        if item.strip().startswith(prefix) and PAGE_FILE.fullmatch(name) and name not in names:
+    for item in (found.strip() for found in MISSING_ITEM.findall(prompt)):
+        name = item.removeprefix(PUBLIC_PREFIX)
+        if item.startswith(PUBLIC_PREFIX) and PAGE_FILE.fullmatch(name) and name not in names:
             names.append(name)
     return names
 
@@ -197,7 +198,7 @@ def follow_up_turn(
 
     def write_pages() -> list[str]:
         folder = public_folder(public_root, user)
-        names = [] if folder is None else missing_pages(prompt, folder)
+        names = [] if folder is None else missing_pages(prompt)
         if folder is None or not names:
             return chunks_of(COULD_NOT)
         pages = ", ".join(f"public/{name}" for name in names)

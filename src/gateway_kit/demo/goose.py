@@ -55,7 +55,7 @@ APPROVAL_PROMPT = "Allow this shell command? Nothing really runs: this goose is 
 RAN = "ran `{command}` (simulated: nothing was run)"
 ANSWERED = ("Thanks for answering. ", "The tool's result above says ", "what came of `{command}`.")
 PAGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-# A page a follow-up prompt says is missing: a line ``- <root>/NAME.html``.
+# A page a follow-up prompt says is missing: a line ``- public/NAME.html``.
 MISSING_PAGE = re.compile(r"^- (?P<path>\S*?(?P<name>[A-Za-z0-9_-]{1,64})\.html)$", re.MULTILINE)
 CLAIM = "页面已生成 — the page is published at public/{name}.html"
 STILL_CLAIMED = "Done: the page is published at public/{name}.html"
