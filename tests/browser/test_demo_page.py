@@ -109,14 +109,14 @@ def test_the_page_provokes_the_guard_and_shows_its_follow_ups_and_the_flagged_en
     demo: Server, page: Page
 ) -> None:
     open_conversation(page, demo)
-    page.click("#provoke button[data-message='/pretend report']")
+    page.click("#provoke button[data-message='/pretend summary']")
     page.wait_for_function(
         "document.getElementById('transcript').textContent.includes('guards gave up')",
         timeout=WAIT_MS,
     )
     notes = page.locator("#transcript .note").all_inner_texts()
     assert sum(note.startswith("— follow-up:") for note in notes) == 2
-    assert any("still not done" in note and "report.html" in note for note in notes)
+    assert any("still not done" in note and "summary.html" in note for note in notes)
     assert notes[-1] == "— ended, but its guards gave up (guard_failed): not a success"
 
 

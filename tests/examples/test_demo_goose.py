@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +168,35 @@ def test_a_page_only_pretended_ends_flagged_after_the_follow_ups(
     assert events[-1]["type"] == "Finish" and events[-1]["data"]["guard_failed"] is True
     assert run["guard_failed"] is True
     assert not (tmp_path / "demo" / "public" / "report.html").exists()
+
+
+def button_message(label: str) -> str:
+    """The message the demo page's button labelled `label` starts a run with."""
+    html = (resources.files("gateway_kit.demo") / "static" / "conversation.html").read_text()
+    found = re.search(rf'<button[^>]*data-message="([^"]+)"[^>]*>{re.escape(label)}</button>', html)
+    assert found is not None, f"no button {label!r} on the demo page"
+    return found[1]
+
+
+def test_never_delivered_ends_flagged_after_fake_delivery_ran_in_the_same_demo(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """The page's two guard buttons, one after the other: the page the first has the follow-up
+    write must not be the one the second only pretends to have written."""
+
+    async def body(client: httpx.AsyncClient) -> list[list[Envelope]]:
+        runs = []
+        for label in ("fake delivery", "never delivered"):
+            runs.append(await run_events(client, await start_run(client, button_message(label))))
+        return runs
+
+    delivered, pretended = with_demo(
+        sqlite_url, body, typing_delay=0, public_root=f"{tmp_path}/{{user_id}}/public"
+    )
+    assert delivered[-1]["type"] == "Finish" and "guard_failed" not in delivered[-1]["data"]
+    assert [e["type"] for e in pretended].count("FollowUpStarted") == 2
+    assert pretended[-2]["type"] == "guard_failed"
+    assert pretended[-1]["type"] == "Finish" and pretended[-1]["data"]["guard_failed"] is True
 
 
 def test_an_image_refused_by_a_text_model_is_retried_without_the_image_tool(
