@@ -16,7 +16,7 @@ from gateway_kit import EventLog, hookimpl
 from gateway_kit.app_runs.owned import owned_run
 from gateway_kit.execution.bindings import bindings_of
 from gateway_kit.execution.decider import HeartbeatDecider, InvalidTmuxSession
-from gateway_kit.execution.decision_log import MAX_KEPT, DecisionLog
+from gateway_kit.execution.decision_log import MAX_KEPT, MAX_LISTED, DecisionLog
 from gateway_kit.execution.recorder import ExecutionRecorder
 from gateway_kit.execution.request_rows import RECENT, RequestRows
 from gateway_kit.execution.settings import ExecutionSettings
@@ -384,13 +384,15 @@ def test_repeated_decisions_fold_into_one_row(log: EventLog) -> None:
 
 def test_a_sessions_decisions_are_kept_to_the_newest(log: EventLog) -> None:
     document = asyncio.run(decider(log, Clock()).decide(TMUX)).as_json()
-    record = DecisionLog(log)
-    for n in range(MAX_KEPT + 20):  # alternating: no two in a row fold
+    kept = 8
+    record = DecisionLog(log, keep=kept)
+    for n in range(kept + 20):  # alternating: no two in a row fold
         record.add({**document, "reason": f"r{n % 2}", "decided_at": float(n)})
-    kept = record.recent(TMUX, MAX_KEPT)
-    assert len(kept) == MAX_KEPT
-    assert kept[0]["decided_at"] == MAX_KEPT + 19  # the newest stay
-    assert kept[-1]["decided_at"] == 20.0
+    record.add({**document, "tmux_session_id": "agent-2", "decided_at": 0.0})
+    newest = record.recent(TMUX, MAX_LISTED)
+    assert [d["decided_at"] for d in newest] == [float(n) for n in range(kept + 19, 19, -1)]
+    assert len(record.recent("agent-2")) == 1  # another session's are its own
+    assert DecisionLog(log).keep == MAX_KEPT == MAX_LISTED  # by default, as many as are listed
 
 
 def test_evidence_stays_small_however_much_work_waits(log: EventLog) -> None:

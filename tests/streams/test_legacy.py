@@ -208,23 +208,23 @@ class HeaderUser:
         return None if user is None else Principal(user.decode(), "header")
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
-@given(
-    cursor=st.one_of(st.text(max_size=12), st.integers(-3, 10**6).map(str), st.just("9" * 400)),
-    task=st.sampled_from(["task-1", "task-9", "x" * 300, "%00", "a%2Fb"]),
-)
-def test_any_cursor_of_an_apps_own_shape_is_an_answer_or_a_400_json(
-    cursor: str, task: str, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    with EventLog(f"sqlite:///{tmp_path_factory.mktemp('shape')}/gateway.db") as log:
-        log.append("conv", "Finish", {}, run_id="task-1")
-        gateway = Gateway(
-            legacy_flask_app(),
-            log=log,
-            allow_anonymous=True,
-            legacy=LegacySurfaces(tasks="/api/tasks", task_shape=CURSOR_SHAPE),
-        )
-        answer = poll(gateway, task, cursor=cursor)
+def test_any_cursor_of_an_apps_own_shape_is_an_answer_or_a_400_json(log: EventLog) -> None:
+    log.append("conv", "Finish", {}, run_id="task-1")
+    gateway = Gateway(
+        legacy_flask_app(),
+        log=log,
+        allow_anonymous=True,
+        legacy=LegacySurfaces(tasks="/api/tasks", task_shape=CURSOR_SHAPE),
+    )
+
+    @settings(max_examples=80, deadline=None, derandomize=True)
+    @given(
+        cursor=st.one_of(st.text(max_size=12), st.integers(-3, 10**6).map(str), st.just("9" * 400)),
+        task=st.sampled_from(["task-1", "task-9", "x" * 300, "%00", "a%2Fb"]),
+    )
+    def check(cursor: str, task: str) -> None:
+        # One event loop for every example, as a server has.
+        answer = runner.run(Request(gateway, f"/api/tasks/{task}", params={"cursor": cursor}).run())
         assert answer.status < 500, answer.body
         if task != "task-1":
             return  # a task the log does not hold (or no task at all): the app's own answer
@@ -233,3 +233,7 @@ def test_any_cursor_of_an_apps_own_shape_is_an_answer_or_a_400_json(
             assert body["error"] == "invalid_cursor" and "cursor" in body["message"]
         else:
             assert answer.status == 200 and body["job"] == "task-1"
+
+    settled(log)
+    with asyncio.Runner() as runner:
+        check()

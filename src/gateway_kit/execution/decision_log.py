@@ -47,17 +47,26 @@ REPEATED = (
         repeats=decisions.c.repeats + 1,
     )
 )
-# Of a session, the rows older than its newest MAX_KEPT.
-TRIM = decisions.delete().where(
-    decisions.c.tmux_session == sa.bindparam("tmux_session"),
-    decisions.c.id < nth_newest_of_session(decisions.c.id, MAX_KEPT),
-)
+
+
+def trim(keep: int) -> sa.Executable:
+    """Of a session, delete the rows older than its newest `keep`."""
+    return decisions.delete().where(
+        decisions.c.tmux_session == sa.bindparam("tmux_session"),
+        decisions.c.id < nth_newest_of_session(decisions.c.id, keep),
+    )
+
+
 PRUNE = decisions.delete().where(decisions.c.decided_at < sa.bindparam("before"))
 
 
 class DecisionLog:
-    def __init__(self, log: EventLog) -> None:
+    """:param keep: the decisions kept per session, the newest."""
+
+    def __init__(self, log: EventLog, *, keep: int = MAX_KEPT) -> None:
         self.log = log
+        self.keep = keep
+        self._trim = trim(keep)
 
     def add(self, document: dict[str, Any]) -> None:
         """Record one decision, as `HeartbeatDecision.as_json` gives it."""
@@ -78,7 +87,7 @@ class DecisionLog:
                 conn.execute(REPEATED, {**row, "row_id": newest.id})
                 return
             conn.execute(ADD, {**row, "since": row["decided_at"], "repeats": 1})
-            conn.execute(TRIM, {"tmux_session": session})
+            conn.execute(self._trim, {"tmux_session": session})
 
     def recent(self, tmux_session: str, limit: int = 50) -> list[dict[str, Any]]:
         """The newest decisions about `tmux_session`, newest first."""
