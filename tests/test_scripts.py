@@ -58,7 +58,7 @@ def test_quick_runs_pytest_alone_with_the_arguments_given(
 ) -> None:
     assert steps(venv, *command, "tests/log", "-x", **env) == QUICK
     pytest_call = (venv.parent / "calls").read_text().splitlines()[-1]
-    assert pytest_call == "python -m pytest -n 3 tests/log -x"
+    assert pytest_call == "python -m pytest -n 4 tests/log -x"
 
 
 def test_the_tests_run_in_as_many_workers_as_asked(venv: Path) -> None:
