@@ -64,6 +64,8 @@ from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
 from gateway_kit.demo import create_app
 from gateway_kit.demo.app import TASKS_EXTENSION, current_user
 from gateway_kit.demo.tasks import TaskStore
+from gateway_kit.execution.claims import claims_of
+from gateway_kit.identity.principal import ANONYMOUS
 
 WSGI_WORKERS = 10  # a2wsgi threads, the same for every WSGI app here (Gateway's default)
 PING_INTERVAL = 15.0  # seconds, both SSE servers (sse-starlette's and gateway_kit's default)
@@ -368,8 +370,16 @@ def chat_flask() -> Flask:
     return app
 
 
+# The tmux sessions the chat clients name: held by the one user of these anonymous servers,
+# since only a session's holder speaks for it.
+CHAT_SESSIONS = tuple(f"agent-{n}" for n in range(1, 6))
+
+
 def chat_gateway(db_file: str, *, observe: bool) -> Gateway:
     log = EventLog(f"sqlite:///{db_file}")
+    claims = claims_of(log)
+    for session in CHAT_SESSIONS:
+        claims.claim(session, ANONYMOUS.user_id)
     return Gateway(
         chat_flask(),
         allow_anonymous=True,

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from _apps import CHAT_SESSIONS
 from _common import Case, print_table
 from _harness import (
     Clients,
@@ -60,7 +61,7 @@ from _harness import (
 
 PATH = "/v1/chat/completions"
 SESSION_HEADER = "X-Tmux-Session-Id"
-SESSIONS = tuple(f"agent-{n}" for n in range(1, 6))
+SESSIONS = CHAT_SESSIONS  # held by the servers' one user, whose requests they are
 GOAL = 0.95
 WARMUP_SECONDS = 2.0
 RESULT_TIMEOUT = 120.0
@@ -251,33 +252,34 @@ def row_kinds(db_file: Path) -> str:
     )
 
 
-def recording_shortfall(side: Side, workloads: list[Workload]) -> list[str]:
+def recording_shortfall(side: Side, workload: Workload) -> list[str]:
     """What the observed server has not written (yet): for each workload and each tmux
     session, its newest answer, completed with "stop", and no request left open.
 
     The recorder writes a window of changes at once, and of a session's short requests within
     one window only the one that ended last (a session's state is folded from its newest
-    request and answer): rows are far fewer than requests, but every session has its own."""
+    request and answer), and it keeps a session's newest requests only: rows are far fewer
+    than requests, but every session has its own."""
     assert side.server.db_file is not None
     short = []
-    for workload in workloads:
-        where = ROWS_OF[workload.name]
-        for session in SESSIONS:
-            mine = f"{where} AND tmux_session = '{session}'"
-            if not count_rows(side.server.db_file, mine + STOPPED):
-                short.append(f"{workload.name}: nothing of {session} completed with stop")
-        still_open = count_rows(side.server.db_file, f"{where} AND ended_at IS NULL")
-        if still_open:
-            short.append(f"{workload.name}: {still_open:,} requests still open")
+    where = ROWS_OF[workload.name]
+    # httpx's client k names the k-th session throughout: fewer clients, fewer sessions.
+    for session in SESSIONS[: workload.connections]:
+        mine = f"{where} AND tmux_session = '{session}'"
+        if not count_rows(side.server.db_file, mine + STOPPED):
+            short.append(f"{workload.name}: nothing of {session} completed with stop")
+    still_open = count_rows(side.server.db_file, f"{where} AND ended_at IS NULL")
+    if still_open:
+        short.append(f"{workload.name}: {still_open:,} requests still open")
     return short
 
 
-def check_recorded(observed: Side, unobserved: Side, workloads: list[Workload]) -> str:
+def check_recorded(observed: Side, unobserved: Side, workload: Workload) -> str:
     """Raises unless the observed server wrote what it served (its writer is given
     `RECORD_TIMEOUT` to catch up) and the other wrote nothing; else what it wrote."""
     assert observed.server.db_file is not None and unobserved.server.db_file is not None
     deadline = time.monotonic() + RECORD_TIMEOUT
-    while short := recording_shortfall(observed, workloads):
+    while short := recording_shortfall(observed, workload):
         if time.monotonic() > deadline:
             raise RuntimeError(
                 f"the observer did not record what it served: {'; '.join(short)} "
@@ -291,10 +293,10 @@ def check_recorded(observed: Side, unobserved: Side, workloads: list[Workload]) 
     decision = answer.raise_for_status().json()
     if decision["state"] == "UNKNOWN":
         raise RuntimeError(f"the heartbeat of {SESSIONS[0]} knows nothing: {decision}")
-    counted = ", ".join(f"{w.name} {observed.answered[w.name]:,}" for w in workloads)
     return (
-        f"observed server's rows: {row_kinds(observed.server.db_file)} (answered whole: "
-        f"{counted}); heartbeat of {SESSIONS[0]}: {decision['state']} ({decision['reason']}); "
+        f"{workload.name}: observed server's rows: {row_kinds(observed.server.db_file)} "
+        f"(answered whole: {observed.answered[workload.name]:,}); "
+        f"heartbeat of {SESSIONS[0]}: {decision['state']} ({decision['reason']}); "
         "the unobserved server's rows: none"
     )
 
@@ -341,15 +343,19 @@ def main() -> None:
             for side in (observed, unobserved):
                 for workload in (answers, streams):
                     side.measure(workload, WARMUP_SECONDS)
+            # Checked after each workload: the recorder keeps each session's newest requests
+            # only, so the answers' rows make way for the streams' that follow them.
             run_rounds(observed, unobserved, answers, args, rps, cpu, ("requests/s", "us/request"))
+            recorded = [check_recorded(observed, unobserved, answers)]
             run_rounds(observed, unobserved, streams, args, sse, cpu_sse, ("MB/s", "ms/MB"))
-            recorded = check_recorded(observed, unobserved, [answers, streams])
+            recorded.append(check_recorded(observed, unobserved, streams))
     finally:
         work.cleanup()
     cases = [rps, sse, cpu, cpu_sse]
     title = "Execution observer (ratio: observed / unobserved)"
     print_table(title, cases, "observed", "unobserved")
-    print(f"\nRecorded: {recorded}")
+    for line in recorded:
+        print(f"\nRecorded: {line}")
     print(f"\nAt the end: {machine_load()}")
 
 
