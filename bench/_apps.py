@@ -65,7 +65,7 @@ from gateway_kit.demo import create_app
 from gateway_kit.demo.app import TASKS_EXTENSION, current_user
 from gateway_kit.demo.tasks import TaskStore
 from gateway_kit.execution.claims import claims_of
-from gateway_kit.identity.principal import ANONYMOUS
+from gateway_kit.principal import ANONYMOUS
 
 WSGI_WORKERS = 10  # a2wsgi threads, the same for every WSGI app here (Gateway's default)
 PING_INTERVAL = 15.0  # seconds, both SSE servers (sse-starlette's and gateway_kit's default)

@@ -15,8 +15,8 @@ from typing import Any
 from gateway_kit import Principal, hookimpl
 from gateway_kit.hooks import PluginContext
 from gateway_kit.http.request import header
-from gateway_kit.identity.principal import BEARER_METHOD
 from gateway_kit.identity.tokens import ApiTokens, TokenKind
+from gateway_kit.principal import BEARER_METHOD
 from gateway_kit.types import Scope
 
 SCHEME = "bearer "

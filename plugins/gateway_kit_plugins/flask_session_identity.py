@@ -19,7 +19,7 @@ from gateway_kit import Principal, hookimpl
 from gateway_kit.hooks import PluginContext
 from gateway_kit.identity.flask_session import FlaskSessionReader, FlaskSessionSettings
 from gateway_kit.identity.logins import EndedLogins
-from gateway_kit.identity.principal import COOKIE_METHOD
+from gateway_kit.principal import COOKIE_METHOD
 from gateway_kit.types import Scope
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ipaddress
 
 from gateway_kit.http.request import header
-from gateway_kit.identity.principal import HOST_METHOD
 from gateway_kit.identity.tokens import TokenKind
+from gateway_kit.principal import HOST_METHOD
 from gateway_kit.types import Scope
 
 from .bearer_identity import BearerIdentity

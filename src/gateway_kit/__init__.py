@@ -51,9 +51,9 @@ from .http.middleware import Middleware
 from .http.mount import Mount
 from .identity.middleware import IdentityMiddleware
 from .identity.owners import StreamOwners
-from .identity.principal import ANONYMOUS, Principal
 from .identity.ticket_routes import TicketRoutes
 from .log import Event, EventLog
+from .principal import ANONYMOUS, Principal
 from .runs import Run, RunStatus
 from .runs.lifecycle_settings import LifecycleSettings
 from .runs.routes import RunRoutes

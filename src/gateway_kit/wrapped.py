@@ -24,7 +24,7 @@ from .http.body import read_body
 from .http.errors import HTTPError
 from .http.fallback import not_found
 from .http.request import header
-from .identity.principal import PRINCIPAL_KEY
+from .principal import PRINCIPAL_KEY
 from .settings import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,

@@ -18,7 +18,7 @@ from gateway_kit.approvals import ApprovalService, ApprovalSettings, ApprovalSto
 from gateway_kit.approvals.delivery import ApprovalDelivery
 from gateway_kit.approvals.goose_actions import ActionRequest
 from gateway_kit.exceptions import ApprovalClosed, UpstreamUnavailable
-from gateway_kit.identity.principal import Principal
+from gateway_kit.principal import Principal
 
 EXPIRY = 10.0
 ASKED = ActionRequest("tool_confirmation", "call_1", "shell", {"command": "make"}, None)

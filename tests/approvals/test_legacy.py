@@ -27,8 +27,8 @@ from gateway_kit.approvals.legacy import (
 from gateway_kit.approvals.routes import ApprovalRoutes
 from gateway_kit.approvals.store import MOST_PENDING
 from gateway_kit.identity.owners import StreamOwners
-from gateway_kit.identity.principal import Principal
 from gateway_kit.identity.tokens import ApiTokens
+from gateway_kit.principal import Principal
 from gateway_kit.testing import FakeGoose
 
 PATH = "/api/plan-approvals/pending"

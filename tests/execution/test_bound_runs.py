@@ -11,8 +11,8 @@ from gateway_kit import EventLog, Gateway
 from gateway_kit.execution.bindings import bindings_of
 from gateway_kit.execution.claims import claims_of
 from gateway_kit.execution.observer import held_only
-from gateway_kit.identity.principal import PRINCIPAL_KEY, Principal
 from gateway_kit.identity.tokens import ApiTokens
+from gateway_kit.principal import PRINCIPAL_KEY, Principal
 from gateway_kit.testing import FakeGoose, Turn
 
 from ..runs.test_routes import bound_session, gateway_client, wait_status

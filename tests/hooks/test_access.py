@@ -20,7 +20,7 @@ import pytest
 from gateway_kit import EventLog, Gateway, Principal
 from gateway_kit.hooks import policy
 from gateway_kit.identity.owners import StreamOwners
-from gateway_kit.identity.principal import COOKIE_METHOD, principal_of
+from gateway_kit.principal import COOKIE_METHOD, principal_of
 from gateway_kit.types import Receive, Scope, Send
 
 from ..streams.asgi_driver import Request

@@ -41,7 +41,7 @@ from ..http.errors import HTTPError, send_json
 from ..http.request import Request
 from ..http.routing import INVALID_STREAM, unfit_stream
 from ..identity.owners import StreamOwners
-from ..identity.principal import Principal
+from ..principal import Principal
 from ..types import JSONObject
 from .events import DECIDED, EXPIRED, REQUESTED, VOIDED
 from .model import Approval, Kind, Status

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..exceptions import ApprovalClosed, ApprovalNotFound
-from ..identity.principal import Principal
+from ..principal import Principal
 from ..types import JSONObject
 from . import rules
 from .events import CLAIMED, DECIDED, EXPIRED, VOIDED

@@ -54,7 +54,7 @@ from ..coordination.leases import DEFAULT_LEASE_TTL
 from ..exceptions import DatabaseUnavailable, InvalidCredential, InvalidEvent, LogClosed, RunError
 from ..http.errors import DATABASE_UNAVAILABLE
 from ..http.unavailable import DATABASE_UNAVAILABLE_MESSAGE, RETRY_AFTER_SECONDS
-from ..identity.principal import PRINCIPAL_KEY, Principal
+from ..principal import PRINCIPAL_KEY, Principal
 from .agent import TaskTurn, new_message_id, task_follow_up, task_turn
 from .approvals import DEFAULT_WAIT, ToolApprovalManager
 from .conversations import may_write

@@ -23,9 +23,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..exceptions import TmuxSessionTaken
-from ..identity.principal import principal_of
 from ..log import EventLog
 from ..log.per_log import HoldsLogWeakly, PerLog
+from ..principal import principal_of
 from ..types import Scope
 from .tables import claims
 

@@ -25,7 +25,7 @@ from ..hooks import Plugins
 from ..http.errors import HTTPError, send_json
 from ..http.request import Request
 from ..http.routing import Route, Router, RoutesMiddleware
-from ..identity.principal import Principal
+from ..principal import Principal
 from ..settings import DEFAULT_PREFIX
 from ..types import ASGIApp
 from .bindings import bindings_of

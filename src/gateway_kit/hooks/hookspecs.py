@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..execution.names import is_tmux_session_id
-from ..identity.principal import Principal
+from ..principal import Principal
 from .markers import hookspec
 from .policy import (
     AUTHORIZATION_POOL,

@@ -18,7 +18,7 @@ import pluggy
 
 from ..exceptions import PluginError, PluginUnavailable
 from ..http.errors import FORBIDDEN, HTTPError
-from ..identity.principal import Principal
+from ..principal import Principal
 from ..settings import DEFAULT_PLUGIN_HUNG_LIMIT, DEFAULT_PLUGIN_TIMEOUT
 from ..types import Scope
 from . import hookspecs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, unquote_to_bytes
 
-from ..identity.principal import Principal, principal_of
+from ..principal import Principal, principal_of
 from ..types import Receive, Scope, Send
 from .errors import UNAUTHENTICATED, HTTPError
 

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
 from .credentials import CredentialView
 from .logins import EndedLogins
-from .principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal, principal_of
 from .tickets import SocketTickets
 
 TOKEN_METHODS = (BEARER_METHOD, HOST_METHOD)  # credentials that are rows of ApiTokens

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..principal import Principal
 from .flask_session import FlaskSessionReader
-from .principal import Principal
 
 DELETED = ("max-age=0", "expires=thu, 01 jan 1970")
 

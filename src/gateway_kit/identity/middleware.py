@@ -41,11 +41,11 @@ from ..hooks.policy import Refused
 from ..http.errors import UNAUTHENTICATED, send_error
 from ..http.request import header, relative_path
 from ..http.unavailable import refuse_unavailable
+from ..principal import ANONYMOUS, PRINCIPAL_KEY, Principal
 from ..types import ASGIApp, Message, Receive, Scope, Send
 from .flask_session import FlaskSessionReader
 from .logins import EndedLogins
 from .logout import login_ended
-from .principal import ANONYMOUS, PRINCIPAL_KEY, Principal
 
 REFUSED_MESSAGE = "the request's credentials could not be checked; try again or log in again"
 BAD_AUTHORIZATION = "the Authorization header holds no valid credential"

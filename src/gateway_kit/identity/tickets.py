@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from ..log import EventLog
+from ..principal import Principal
 from ..settings import DEFAULT_TICKET_RATE, DEFAULT_TICKET_TTL, check_count, check_seconds
-from .principal import Principal
 from .secrets import digest, new_secret
 from .tables import socket_tickets
 

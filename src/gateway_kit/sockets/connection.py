@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..identity.principal import Principal
+from ..principal import Principal
 
 
 @dataclass

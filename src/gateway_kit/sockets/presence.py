@@ -21,8 +21,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ..coordination.keepalive import LeaseKeeper
 from ..coordination.leases import DEFAULT_LEASE_TTL, Lease
 from ..coordination.tables import leases
-from ..identity.principal import Principal
 from ..log import EventLog
+from ..principal import Principal
 from .tables import socket_connections, socket_subscriptions
 
 logger = logging.getLogger("gateway_kit.sockets")

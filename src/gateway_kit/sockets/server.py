@@ -52,10 +52,10 @@ from ..http.routing import INVALID_STREAM, unfit_stream
 from ..identity.admission import CREDENTIAL_ENDED, AdmissionRefused, SocketAdmission
 from ..identity.credentials import CredentialView, credentials_of
 from ..identity.logins import EndedLogins
-from ..identity.principal import Principal
 from ..identity.tickets import SocketTickets
 from ..log import EventLog
 from ..log.event import MAX_SEQ
+from ..principal import Principal
 from ..settings import (
     DEFAULT_MAX_PAGE_BYTES,
     DEFAULT_QUEUE_SIZE,

@@ -32,9 +32,9 @@ from ..exceptions import DatabaseUnavailable, InvalidEvent
 from ..hooks import Plugins
 from ..http.errors import HTTPError, send_json
 from ..http.request import BadPath, Request, decode_segment, relative_path
-from ..identity.principal import principal_of
 from ..log import EventLog
 from ..log.event import ERROR, FINISH, MAX_SEQ, Event, check_name, shown
+from ..principal import principal_of
 from ..settings import DEFAULT_LEGACY_TASKS_PATH
 from ..types import ASGIApp, Receive, Scope, Send
 from .page import send_json_pieces

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from ..identity.credentials import CredentialView
-from ..identity.principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal
+from ..principal import BEARER_METHOD, COOKIE_METHOD, HOST_METHOD, Principal
 from .fanout import Subscription
 
 STOP_REVOKED = "revoked"

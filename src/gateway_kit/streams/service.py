@@ -19,8 +19,8 @@ from ..exceptions import DatabaseUnavailable
 from ..http.errors import HTTPError, send_error, send_no_content
 from ..http.request import Request
 from ..identity.credentials import CredentialView
-from ..identity.principal import principal_of
 from ..log import EventLog
+from ..principal import principal_of
 from .cursor import resume_point
 from .fanout import Hub
 from .page import serve_page
