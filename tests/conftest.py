@@ -7,7 +7,6 @@ server cannot be reached the PostgreSQL tests fail: a missing database is never 
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import Iterator
 from urllib.parse import quote
@@ -17,10 +16,7 @@ import pytest
 
 from gateway_kit import EventLog
 from gateway_kit.log.postgres import conninfo
-
-from .pg_server import PgServer, pg_server
-
-PG_URL = os.environ.get("GATEWAY_KIT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+from tests.support.postgres import PG_URL, PgServer, pg_server
 
 
 def _with_search_path(url: str, schema: str) -> str:
@@ -82,8 +78,8 @@ def _throwaway_server() -> Iterator[PgServer]:
 
 @pytest.fixture
 def throwaway_pg(_throwaway_server: PgServer) -> PgServer:
-    """A PostgreSQL server of the test session's own (`tests.pg_server`), which a test may kill
-    and start again; running when the test starts."""
+    """A PostgreSQL server of the test session's own (`tests.support.postgres`), which a test
+    may kill and start again; running when the test starts."""
     if not _throwaway_server.running():
         _throwaway_server.start()
     return _throwaway_server

@@ -32,10 +32,9 @@ from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.http.errors import DATABASE_UNAVAILABLE
 from gateway_kit.testing import FakeGoose, Turn
 from gateway_kit.upstream.pump import PumpSettings
-
-from .pg_server import PgServer
-from .serving import serve_in_thread
-from .sockets.clients import Client
+from tests.support.postgres import PgServer
+from tests.support.serving import serve_in_thread
+from tests.support.socket_clients import Client
 
 STREAM = "conv"
 OUTAGE_SECONDS = 3.0  # how long the server stays down: the scenario, not a wait for a state

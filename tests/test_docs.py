@@ -13,12 +13,15 @@ import sqlalchemy as sa
 from gateway_kit import EventLog
 from gateway_kit.hooks import BUILT_IN, Plugins
 from gateway_kit.log.schema import VERSION_TABLE
+from tests.support.docs import PYTHON_BLOCK, section
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PLUGINS_DOC = ROOT / "docs" / "plugins.md"
+PLUGIN_HOOKS_DOC = ROOT / "docs" / "plugin_hooks.md"
+WRITING_PLUGINS_DOC = ROOT / "docs" / "writing_plugins.md"
+TESTING_PLUGINS_DOC = ROOT / "docs" / "testing_plugins.md"
 DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
-PYTHON_BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 CONSOLE_BLOCK = re.compile(r"^```console\n(.*?)^```", re.DOTALL | re.MULTILINE)
 TABLE_NAME = re.compile(r"\bgateway_kit_[a-z_]+\b")
 # Objects of the reader's own that the examples stand in for: their app, their secrets, their
@@ -37,15 +40,6 @@ READERS_OWN = {
     "task",
     "upstream",
 }
-
-
-def section(document: Path, heading: str) -> str:
-    """The text under `heading` up to the next heading of its level or above."""
-    text = document.read_text(encoding="utf-8")
-    level = heading.split(" ")[0]
-    start = text.index(f"\n{heading}\n")
-    ends = [m.start() for m in re.finditer(rf"^#{{1,{len(level)}}} ", text[start + 1 :], re.M)]
-    return text[start : start + 1 + ends[1]] if len(ends) > 1 else text[start:]
 
 
 def names_of(block: str) -> tuple[set[str], set[str]]:
@@ -96,7 +90,7 @@ def built_ins() -> dict[str, tuple[str, ...]]:
 def test_the_plugins_doc_names_every_built_in_plugin() -> None:
     expected = built_ins()
     assert len(expected) > 1
-    registering = section(PLUGINS_DOC, "## Registering")
+    registering = section(PLUGINS_DOC, "## Built-in plugins")
     assert [name for name in expected if f"`{name}`" not in registering] == []
 
 

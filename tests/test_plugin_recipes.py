@@ -13,8 +13,8 @@ from pathlib import Path
 
 from gateway_kit import EventLog, Gateway, GooseUpstream, GuardVeto, hookimpl
 from gateway_kit.testing import FakeGoose, Turn, asgi_client
-
-from .test_docs import PLUGINS_DOC, PYTHON_BLOCK, section
+from tests.support.docs import PYTHON_BLOCK, section
+from tests.test_docs import PLUGINS_DOC
 
 HEADING = "## Testing a plugin through a Gateway"
 CONTRACT = "### With respx: the goose wire contract"

@@ -12,8 +12,7 @@ from gateway_kit.adopt.call import MAX_BODY, TIMEOUT, Answer, Limits, call, scop
 from gateway_kit.adopt.recorded import Recorded
 from gateway_kit.adopt.threaded_wsgi import ThreadedWSGI
 from gateway_kit.types import Message, Receive, Scope, Send
-
-from ..waiting import wait_until
+from tests.support.waiting import wait_until
 
 GET = Recorded("GET", "/stream?x=1", (("Accept", "text/event-stream"),), host="shop.test:8443",
                scheme="https")  # fmt: skip

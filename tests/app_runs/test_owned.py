@@ -29,9 +29,9 @@ from gateway_kit.app_runs import owned as owned_module
 from gateway_kit.app_runs import sweeper as sweeper_module
 from gateway_kit.coordination import leases as lease_module
 from gateway_kit.identity.owners import StreamOwners
+from tests.support.owned_runs import STREAM, lease_count, lease_of, types
+from tests.support.waiting import wait_until
 
-from ..waiting import wait_until
-from .owned_helpers import STREAM, lease_count, lease_of, types
 from .owned_run_process import AFTER, BEFORE
 
 ROOT = Path(__file__).resolve().parents[2]

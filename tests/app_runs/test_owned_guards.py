@@ -24,9 +24,8 @@ from gateway_kit import (
     owned_run,
 )
 from gateway_kit.runs.follow_ups import follow_up_prompt
-
-from ..waiting import settled, wait_until
-from .owned_helpers import STREAM, lease_count
+from tests.support.owned_runs import STREAM, lease_count
+from tests.support.waiting import settled, wait_until
 
 PAGE = "public/report.html"
 PAGE_VETO = GuardVeto("the page is not written", missing=[PAGE, "public/chart.svg"])

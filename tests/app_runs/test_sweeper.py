@@ -13,9 +13,8 @@ from gateway_kit import EventLog, Gateway, OwnedRunSweeper, SweepOwnedRuns, owne
 from gateway_kit.app_runs.sweeper import OWNER_STOPPED_ERROR
 from gateway_kit.coordination.leases import Lease
 from gateway_kit.types import Message, Receive, Scope, Send
-
-from ..waiting import answered_while_another_writes, until
-from .owned_helpers import STREAM, dead_owner, lease_count, lease_of, types
+from tests.support.owned_runs import STREAM, dead_owner, lease_count, lease_of, types
+from tests.support.waiting import answered_while_another_writes, until
 
 QUICK = 0.05  # seconds between sweeps
 LIFESPAN: Scope = {"type": "lifespan", "asgi": {"version": "3.0"}}

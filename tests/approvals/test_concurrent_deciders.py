@@ -9,10 +9,15 @@ import httpx
 
 from gateway_kit import EventLog, Gateway, GooseUpstream
 from gateway_kit.testing import FakeGoose
-
-from ..runs.test_routes import gateway_client, wait_status
-from ..upstream.harness import FAST, GOOSE_URL
-from .helpers import confirmations, decide, in_loop, pending_approval, start_asking_run
+from tests.support.approvals import (
+    confirmations,
+    decide,
+    in_loop,
+    pending_approval,
+    start_asking_run,
+)
+from tests.support.runs import gateway_client, wait_status
+from tests.support.upstream import FAST, GOOSE_URL
 
 DECIDERS = 20
 

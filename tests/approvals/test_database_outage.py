@@ -7,11 +7,16 @@ import asyncio
 
 from gateway_kit.approvals import ApprovalSettings
 from gateway_kit.testing import FakeGoose
-
-from ..pg_server import PgServer
-from ..runs.test_routes import gateway_client, wait_status
-from ..waiting import until
-from .helpers import confirmations, decide, in_loop, pending_approval, start_asking_run
+from tests.support.approvals import (
+    confirmations,
+    decide,
+    in_loop,
+    pending_approval,
+    start_asking_run,
+)
+from tests.support.postgres import PgServer
+from tests.support.runs import gateway_client, wait_status
+from tests.support.waiting import until
 
 QUICK = ApprovalSettings(sweep_interval=0.05, redeliver_after=0.2)
 

@@ -13,10 +13,7 @@ from gateway_kit.approvals.events import EVENT_TYPES
 from gateway_kit.approvals.goose_actions import ActionRequest
 from gateway_kit.exceptions import UpstreamUnavailable
 from gateway_kit.testing import DECLINED_RESPONSE, FakeGoose, Turn
-
-from ..runs.test_routes import gateway_client, wait_status
-from ..waiting import until
-from .helpers import (
+from tests.support.approvals import (
     ARGUMENTS,
     TOOL,
     asking_turn,
@@ -27,6 +24,8 @@ from .helpers import (
     pending_approval,
     start_asking_run,
 )
+from tests.support.runs import gateway_client, wait_status
+from tests.support.waiting import until
 
 QUICK = ApprovalSettings(sweep_interval=0.05, redeliver_after=0.2, max_redeliver_delay=0.4)
 

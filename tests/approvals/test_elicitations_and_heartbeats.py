@@ -7,10 +7,16 @@ import json
 
 from gateway_kit.approvals import ApprovalSettings
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..runs.test_routes import bound_session, gateway_client, wait_status
-from ..waiting import until
-from .helpers import asking_turn, decide, in_loop, listed, pending_approval, start_asking_run
+from tests.support.approvals import (
+    asking_turn,
+    decide,
+    in_loop,
+    listed,
+    pending_approval,
+    start_asking_run,
+)
+from tests.support.runs import bound_session, gateway_client, wait_status
+from tests.support.waiting import until
 
 QUICK = ApprovalSettings(sweep_interval=0.05, redeliver_after=0.2)
 SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}}}

@@ -11,9 +11,15 @@ from hypothesis import strategies as st
 
 from gateway_kit.approvals.goose_actions import ActionRequest, action_requests, tool_response_ids
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..runs.test_routes import gateway_client, wait_status
-from .helpers import confirmations, decide, in_loop, listed, pending_approval, start_asking_run
+from tests.support.approvals import (
+    confirmations,
+    decide,
+    in_loop,
+    listed,
+    pending_approval,
+    start_asking_run,
+)
+from tests.support.runs import gateway_client, wait_status
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),

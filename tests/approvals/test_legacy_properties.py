@@ -26,8 +26,7 @@ from gateway_kit.approvals.tables import APPROVALS, AUDIT
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose
-
-from ..http import ALLOWED_STATUSES, Call, assert_json_error, writes
+from tests.support.raw_requests import ALLOWED_STATUSES, Call, assert_json_error, writes
 
 PATH = b"/api/plan-approvals/pending"
 EXAMPLES = 200

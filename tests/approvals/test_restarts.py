@@ -14,13 +14,12 @@ import httpx
 
 from gateway_kit.testing import FakeGoose
 from gateway_kit.types import Receive, Scope, Send
+from tests.support.approvals import CONFIRMATIONS, asking_turn, confirmations
+from tests.support.processes import GatewayProcess, gateway_process
+from tests.support.serving import serve_in_thread
+from tests.support.waiting import wait_until
 
-from ..processes import GatewayProcess, gateway_process
-from ..serving import serve_in_thread
-from ..waiting import wait_until
-from .helpers import CONFIRMATIONS, asking_turn, confirmations
-
-MODULE = "tests.upstream.gateway_process"
+MODULE = "tests.support.upstream_process"
 
 
 class Gate:

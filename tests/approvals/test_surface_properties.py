@@ -17,10 +17,16 @@ from hypothesis import strategies as st
 from gateway_kit import EventLog, Gateway
 from gateway_kit.approvals.tables import APPROVALS, AUDIT
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..http import JSON_TYPE, PREFIX, Answer, Call, assert_json_error, running_gateway
-from ..runs.test_routes import bound_session
-from ..waiting import until
+from tests.support.raw_requests import (
+    JSON_TYPE,
+    PREFIX,
+    Answer,
+    Call,
+    assert_json_error,
+    running_gateway,
+)
+from tests.support.runs import bound_session
+from tests.support.waiting import until
 
 EXAMPLES = 150
 ALLOWED = {200, 400, 404, 405, 409, 410, 413, 415}

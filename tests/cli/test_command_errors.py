@@ -13,8 +13,7 @@ import pytest
 
 from gateway_kit import EventLog
 from gateway_kit.cli import main
-
-from ..waiting import wait_until
+from tests.support.waiting import wait_until
 
 EXE = [sys.executable, "-m", "gateway_kit.cli"]
 COMMANDS = [["db", "upgrade"], ["tokens", "list"], ["tail", "conv"], ["bills"]]

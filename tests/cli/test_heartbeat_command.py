@@ -15,10 +15,9 @@ from gateway_kit.cli import main
 from gateway_kit.execution.decision_log import DecisionLog
 from gateway_kit.execution.request_rows import RequestRows
 from gateway_kit.execution.state import RequestRecord
-
-from ..execution.screens.sources import SCREENS
-from ..execution.tmux_server import TmuxServer
-from ..waiting import wait_until
+from tests.support.screens.sources import SCREENS
+from tests.support.tmux_server import TmuxServer
+from tests.support.waiting import wait_until
 
 AGENT = "agent-1"
 MESSAGE = "carry on C-c"  # typed as it is: tmux key names in it stay text

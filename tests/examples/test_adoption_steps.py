@@ -23,9 +23,9 @@ import pytest
 
 from gateway_kit import EventLog, Gateway, LegacySurfaces
 from gateway_kit.settings import database_url
+from tests.support.serving import serve_in_thread
+from tests.support.waiting import wait_until
 
-from ..serving import serve_in_thread
-from ..waiting import wait_until
 from .adoption_app import (
     APPEND,
     FINISH_DATA,

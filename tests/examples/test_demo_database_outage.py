@@ -11,8 +11,7 @@ from flask.testing import FlaskClient
 from gateway_kit import EventLog
 from gateway_kit.demo.app import create_app
 from gateway_kit.http.errors import DATABASE_UNAVAILABLE
-
-from ..pg_server import PgServer
+from tests.support.postgres import PgServer
 
 
 @pytest.fixture

@@ -23,8 +23,7 @@ from gateway_kit.demo.goose import FAILURE, SHELL_TOOL, TOOL_NAME, SimulatedGoos
 from gateway_kit.testing import DECLINED_RESPONSE
 from gateway_kit.testing.sessions import new_session_id
 from gateway_kit.types import Message
-
-from ..approvals.helpers import decide, pending_approval
+from tests.support.approvals import decide, pending_approval
 
 CONVERSATION = "conv-goose"
 SLOW = 60.0  # seconds between chunks: a run typing this slowly is still running when cancelled

@@ -11,8 +11,8 @@ import httpx
 
 from gateway_kit.demo.gateway import build_demo
 from gateway_kit.settings import DEFAULT_WSGI_WORKERS
+from tests.support.serving import serve_in_thread
 
-from ..serving import serve_in_thread
 from .test_legacy_sockets import connect
 
 LONG_POLLS = DEFAULT_WSGI_WORKERS + 5

@@ -17,8 +17,7 @@ import pytest
 from gateway_kit.demo import create_app
 from gateway_kit.demo.gateway import build_demo
 from gateway_kit.demo.secret import FOR_PROCESS, FROM_DATABASE, FROM_VARIABLE, SECRET_KEY_VAR
-
-from ..identity.helpers import signed_cookie
+from tests.support.flask_site import signed_cookie
 
 # What the demo signed every cookie with before: it is in every copy of the source.
 PUBLISHED_KEY = "gateway-kit-demo-only-this-key-is-not-secret"

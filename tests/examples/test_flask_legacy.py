@@ -22,10 +22,9 @@ from gateway_kit import EventLog, Gateway
 from gateway_kit.demo import create_app
 from gateway_kit.demo.agent import FAILURE, reply_chunks
 from gateway_kit.log.postgres import conninfo
-
-from ..app_runs.owned_helpers import lease_count
-from ..conftest import PG_URL
-from ..legacy_paths import EXAMPLE_LEGACY
+from tests.support.legacy_paths import EXAMPLE_LEGACY
+from tests.support.owned_runs import lease_count
+from tests.support.postgres import PG_URL
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_legacy"
 CONVERSATION = "conv-legacy"

@@ -17,8 +17,8 @@ import pytest
 from gateway_kit_plugins.publish_guard import MISSING
 
 from gateway_kit.demo.agent import reply_chunks
+from tests.support.serving import serve_in_thread
 
-from ..serving import serve_in_thread
 from .test_flask_legacy import EXAMPLE, Answer, log_in, poll_until_done, start_task, transcript
 
 USER = "demo"  # who `log_in` logs in: the conversation's owner, whose folder the guard checks

@@ -26,11 +26,11 @@ from gateway_kit.demo.app import APPROVALS_EXTENSION
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose, Turn, asgi_client
+from tests.support.legacy_paths import EXAMPLE_LEGACY
+from tests.support.serving import serve_in_thread
+from tests.support.upstream import FAST
+from tests.support.waiting import until, wait_until
 
-from ..legacy_paths import EXAMPLE_LEGACY
-from ..serving import serve_in_thread
-from ..upstream.harness import FAST
-from ..waiting import until, wait_until
 from .test_flask_legacy import CONVERSATION, log_in, poll_until_done, start_task
 
 SECRET = "the-key-every-process-of-the-app-shares"

@@ -15,9 +15,8 @@ from a2wsgi import WSGIMiddleware
 
 from gateway_kit import EventLog, Gateway, LegacySurfaces
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..identity.helpers import USERS, flask_app
-from ..serving import serve_in_thread
+from tests.support.flask_site import USERS, flask_app
+from tests.support.serving import serve_in_thread
 
 
 async def logged_in(base: str) -> httpx.AsyncClient:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.execution.settings import ExecutionSettings
+from tests.support.processes import serve_app
 
-from ..processes import serve_app
 from .agent_api import agent_api, file_pace
 
 PROCESS_TTL = 2.0

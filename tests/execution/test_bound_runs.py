@@ -14,8 +14,7 @@ from gateway_kit.execution.observer import held_only
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.principal import PRINCIPAL_KEY, Principal
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..runs.test_routes import bound_session, gateway_client, wait_status
+from tests.support.runs import bound_session, gateway_client, wait_status
 
 TMUX = "agent-3"
 

@@ -17,9 +17,9 @@ from gateway_kit.execution.claims import claims_of
 from gateway_kit.execution.settings import ExecutionSettings
 from gateway_kit.execution.tables import requests
 from gateway_kit.identity.tokens import ApiTokens
+from tests.support.serving import serve_in_thread
+from tests.support.waiting import until
 
-from ..serving import serve_in_thread
-from ..waiting import until
 from .agent_api import Pace, agent_api
 
 TMUX = "agent-7"

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001 - the prompt characters the agents draw are meant
-"""Reading agents' screens: each captured screen under ``screens/`` reads as its name says
+"""Reading agents' screens: each captured screen under ``support/screens/`` reads as its name says
 (``<agent>/<kind>-<what>.txt``), every pattern is borne out by a captured screen, and only the
 bottom of the screen counts."""
 
@@ -18,7 +18,7 @@ from gateway_kit_plugins.tmux_pane.patterns import (
     read_screen,
 )
 
-SCREENS = Path(__file__).with_name("screens")
+SCREENS = Path(__file__).parents[1] / "support" / "screens"
 FIXTURES = sorted(SCREENS.glob("*/*.txt"))
 
 

@@ -12,9 +12,8 @@ import httpx
 
 from gateway_kit import EventLog
 from gateway_kit.execution.claims import claims_of
-
-from ..processes import gateway_process
-from ..waiting import until
+from tests.support.processes import gateway_process
+from tests.support.waiting import until
 
 MODULE = "tests.execution.observed_process"
 TMUX = "agent-9"

@@ -18,15 +18,15 @@ from gateway_kit.execution.decider import HeartbeatDecider
 from gateway_kit.execution.tmux import TmuxError
 from gateway_kit.hooks import PluginContext, Plugins
 from gateway_kit.identity.tokens import ApiTokens
-from tests.waiting import wait_until
+from tests.support.serving import serve_in_thread
+from tests.support.tmux_server import TmuxServer
+from tests.support.waiting import wait_until
 
-from ..serving import serve_in_thread
 from .agent_api import Pace, agent_api
-from .tmux_server import TmuxServer
 
 
 def source(key: str) -> str:
-    from .screens.sources import SCREENS as SOURCES
+    from tests.support.screens.sources import SCREENS as SOURCES
 
     return SOURCES[key]
 

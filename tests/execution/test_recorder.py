@@ -10,9 +10,8 @@ from gateway_kit import EventLog
 from gateway_kit.execution.recorder import ExecutionRecorder
 from gateway_kit.execution.request_rows import RequestRows
 from gateway_kit.execution.state import Outcome, State, fold
-
-from ..pg_server import PgServer
-from ..waiting import until
+from tests.support.postgres import PgServer
+from tests.support.waiting import until
 
 TMUX = "agent-1"
 

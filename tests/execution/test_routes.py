@@ -34,8 +34,7 @@ from gateway_kit.execution.tables import decisions
 from gateway_kit.hooks import PluginContext, Plugins
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..serving import serve_in_thread
+from tests.support.serving import serve_in_thread
 
 
 def bearer(log: EventLog, user: str, *scopes: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ from gateway_kit import EventLog, Gateway, PluginError
 from gateway_kit.execution.tmux import Tmux, TmuxError
 from gateway_kit.hooks import PluginContext
 
-SCREENS = Path(__file__).with_name("screens")
+SCREENS = Path(__file__).parents[1] / "support" / "screens"
 BUSY = (SCREENS / "claude_code" / "busy-elapsed.txt").read_text(encoding="utf-8")
 PERMISSION = (SCREENS / "goose" / "permission-tool-call.txt").read_text(encoding="utf-8")
 IDLE = (SCREENS / "codex" / "idle-composer.txt").read_text(encoding="utf-8")

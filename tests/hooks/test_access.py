@@ -22,9 +22,8 @@ from gateway_kit.hooks import policy
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.principal import COOKIE_METHOD, principal_of
 from gateway_kit.types import Receive, Scope, Send
-
-from ..streams.asgi_driver import Request
-from .plugins_for_tests import plugin, raising
+from tests.support.asgi_driver import Request
+from tests.support.plugins import plugin, raising
 
 JSON = {"accept": "application/json"}
 

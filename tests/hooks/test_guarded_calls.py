@@ -27,8 +27,7 @@ from gateway_kit import (
 )
 from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.hooks import REFUSED
-
-from .plugins_for_tests import plugin, raising
+from tests.support.plugins import plugin, raising
 
 TRYFIRST = {"tryfirst": True}
 

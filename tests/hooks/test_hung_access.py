@@ -32,8 +32,7 @@ from gateway_kit import EventLog, Gateway, Principal, hookimpl
 from gateway_kit.hooks import manager
 from gateway_kit.http.errors import PLUGIN_UNAVAILABLE
 from gateway_kit.identity.owners import StreamOwners
-
-from ..waiting import until
+from tests.support.waiting import until
 
 TIMEOUT = 0.5  # the plugin timeout of these gateways
 DEADLINE = 8 * TIMEOUT  # every request of a burst is answered by then

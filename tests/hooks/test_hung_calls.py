@@ -17,9 +17,8 @@ from gateway_kit import EventLog, Gateway, Principal, hookimpl
 from gateway_kit.hooks.threads import HookThreads, NotStarted
 from gateway_kit.http.errors import PLUGIN_UNAVAILABLE
 from gateway_kit.identity.owners import StreamOwners
-
-from ..waiting import until
-from .plugins_for_tests import plugin
+from tests.support.plugins import plugin
+from tests.support.waiting import until
 
 JSON = {"accept": "application/json"}
 ALICE = {"x-user": "alice", **JSON}

@@ -12,8 +12,7 @@ import pytest
 import gateway_kit
 from gateway_kit import EventLog, Gateway, PluginError, Plugins, hookimpl
 from gateway_kit.hooks import BUILT_IN, PASSED_IN
-
-from .plugins_for_tests import plugin
+from tests.support.plugins import plugin
 
 
 @pytest.fixture

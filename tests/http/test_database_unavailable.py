@@ -19,10 +19,8 @@ from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.log.reconnect import GATE_MAX
 from gateway_kit.settings import DEFAULT_LEGACY_TASKS_PATH, DEFAULT_LEGACY_USAGE_PATH
 from gateway_kit.testing import FakeGoose
-
-from ..pg_server import PgServer
-from ..waiting import wait_until
-from . import (
+from tests.support.postgres import PgServer
+from tests.support.raw_requests import (
     JSON_TYPE,
     PREFIX,
     Answer,
@@ -33,6 +31,7 @@ from . import (
     running_gateway,
     wait_run_ended,
 )
+from tests.support.waiting import wait_until
 
 STREAM = "conv"
 EXAMPLES = 60

@@ -19,9 +19,7 @@ from gateway_kit.log.event import MAX_NAME_LENGTH
 from gateway_kit.streams.page import MAX_PAGE_LIMIT
 from gateway_kit.streams.request import MAX_SEQ
 from gateway_kit.testing import FakeGoose
-
-from ..waiting import settled
-from . import (
+from tests.support.raw_requests import (
     JSON_TYPE,
     PREFIX,
     Answer,
@@ -34,6 +32,7 @@ from . import (
     wait_run_ended,
     writes,
 )
+from tests.support.waiting import settled
 
 HUGE = "9" * 5000  # more digits than Python converts to an int (4300)
 Check = Callable[[Gateway, EventLog, FakeGoose], Awaitable[None]]

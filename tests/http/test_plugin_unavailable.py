@@ -18,9 +18,7 @@ from gateway_kit import Principal, hookimpl
 from gateway_kit.http.errors import PLUGIN_UNAVAILABLE
 from gateway_kit.identity.middleware import IdentityMiddleware
 from gateway_kit.testing import FakeGoose
-
-from ..waiting import until
-from . import (
+from tests.support.raw_requests import (
     WRAPPED_MARK,
     Answer,
     Call,
@@ -30,6 +28,8 @@ from . import (
     running_gateway,
     writes,
 )
+from tests.support.waiting import until
+
 from .test_surface_properties import Requests, calls, gateway_routes
 
 EXAMPLES = 100

@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.types import Message
-
-from ..serving import serve_in_thread
-from ..streams.asgi_driver import http_scope
-from . import JSON_TYPE, Call, assert_json_error
+from tests.support.asgi_driver import http_scope
+from tests.support.raw_requests import JSON_TYPE, Call, assert_json_error
+from tests.support.serving import serve_in_thread
 
 WORKERS = 3
 SLOW_CLIENTS = WORKERS + 5

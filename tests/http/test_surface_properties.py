@@ -33,8 +33,7 @@ from gateway_kit import EventLog, Gateway
 from gateway_kit.http.routing import Route
 from gateway_kit.settings import DEFAULT_LEGACY_TASKS_PATH
 from gateway_kit.testing import FakeGoose
-
-from . import (
+from tests.support.raw_requests import (
     ALLOWED_STATUSES,
     JSON_TYPE,
     PREFIX,

@@ -17,12 +17,11 @@ from gateway_kit import EventLog, Gateway, GooseUpstream
 from gateway_kit.identity.tables import STREAM_OWNERS
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose
-
-from ..http import JSON_TYPE, Answer, Call, get, goose_calls, writes
-from ..legacy_paths import EXAMPLE_LEGACY
-from ..upstream.harness import FAST, GOOSE_URL
-from ..waiting import until
-from .helpers import flask_app
+from tests.support.flask_site import flask_app
+from tests.support.legacy_paths import EXAMPLE_LEGACY
+from tests.support.raw_requests import JSON_TYPE, Answer, Call, get, goose_calls, writes
+from tests.support.upstream import FAST, GOOSE_URL
+from tests.support.waiting import until
 
 USERS = ("alice", "bob", "carol")
 

@@ -18,9 +18,8 @@ from gateway_kit.identity.credentials import CredentialView
 from gateway_kit.identity.logins import EndedLogins
 from gateway_kit.identity.tables import REVOKED_LOGINS, api_tokens, revoked_logins
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..waiting import wait_until
-from .helpers import flask_app, signed_cookie, with_clients
+from tests.support.flask_site import flask_app, signed_cookie, with_clients
+from tests.support.waiting import wait_until
 
 PAGE = "/gateway/streams/carol-work/events"
 JSON = {"accept": "application/json"}

@@ -16,8 +16,7 @@ from gateway_kit.identity.flask_session import FlaskSessionReader
 from gateway_kit.identity.logins import EndedLogins
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.types import Scope
-
-from .helpers import (
+from tests.support.flask_site import (
     OLD_SECRET,
     SECRET,
     assert_error,

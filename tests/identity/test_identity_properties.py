@@ -36,8 +36,8 @@ from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tables import API_TOKENS, SOCKET_TICKETS, STREAM_OWNERS
 from gateway_kit.identity.tokens import ApiTokens, TokenKind
 from gateway_kit.testing import FakeGoose
-
-from ..http import (
+from tests.support.flask_site import flask_app, signed_cookie
+from tests.support.raw_requests import (
     ALLOWED_STATUSES,
     Call,
     assert_json_error,
@@ -45,7 +45,6 @@ from ..http import (
     wait_run_ended,
     writes,
 )
-from .helpers import flask_app, signed_cookie
 
 EXAMPLES = 150
 ALICE_STREAM = "alice-conv"

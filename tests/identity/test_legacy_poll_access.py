@@ -6,9 +6,8 @@ import httpx
 
 from gateway_kit import EventLog
 from gateway_kit.identity.owners import StreamOwners
-
-from ..waiting import until
-from .helpers import assert_error, log_in, strict_gateway, with_clients
+from tests.support.flask_site import assert_error, log_in, strict_gateway, with_clients
+from tests.support.waiting import until
 
 
 def test_the_poll_needs_a_login_and_serves_only_the_owners_task(sqlite_url: str) -> None:

@@ -14,8 +14,7 @@ from gateway_kit.identity import credentials
 from gateway_kit.identity.credentials import CredentialView, credentials_of
 from gateway_kit.identity.flask_session import FlaskSessionReader, FlaskSessionSettings
 from gateway_kit.identity.logins import EndedLogins
-
-from .helpers import SECRET, assert_error, log_in, strict_gateway, with_clients
+from tests.support.flask_site import SECRET, assert_error, log_in, strict_gateway, with_clients
 
 REMEMBERED = 8  # answers a view keeps here: far fewer than the logins that end
 CHURN = 5 * REMEMBERED  # logins that end after the one an attacker kept a cookie of

@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 
 from gateway_kit import owned_run
 from gateway_kit.exceptions import RunError
+from tests.support.raw_requests import Answer, assert_json_error, wait_run_ended
 
-from ..http import Answer, assert_json_error, wait_run_ended
 from .claims import USERS, Site, site
 
 T = TypeVar("T")

@@ -19,9 +19,8 @@ from flask import Flask, jsonify, session
 from gateway_kit import EventLog, Gateway, Principal, hookimpl
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..waiting import wait_until
-from .helpers import BASE, SECRET, assert_error, strict_gateway, with_clients
+from tests.support.flask_site import BASE, SECRET, assert_error, strict_gateway, with_clients
+from tests.support.waiting import wait_until
 
 JSON = {"accept": "application/json"}
 PAGE = "/gateway/streams/alice-notes/events"

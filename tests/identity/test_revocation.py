@@ -12,10 +12,9 @@ import httpx
 from gateway_kit import EventLog
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..streams.asgi_driver import Request
-from ..waiting import until
-from .helpers import BASE, log_in, strict_gateway
+from tests.support.asgi_driver import Request
+from tests.support.flask_site import BASE, log_in, strict_gateway
+from tests.support.waiting import until
 
 CUT_BOUND = 2.0
 STREAM = "carol-work"

@@ -17,10 +17,16 @@ from hypothesis import strategies as st
 from gateway_kit import Gateway
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..http import JSON_TYPE, PREFIX, Call, assert_json_error, post_json, running_gateway
-from ..waiting import until
-from .helpers import assert_error, flask_app
+from tests.support.flask_site import assert_error, flask_app
+from tests.support.raw_requests import (
+    JSON_TYPE,
+    PREFIX,
+    Call,
+    assert_json_error,
+    post_json,
+    running_gateway,
+)
+from tests.support.waiting import until
 
 
 def test_another_user_can_neither_see_nor_cancel_a_run(log_url: str) -> None:

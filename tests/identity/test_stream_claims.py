@@ -18,10 +18,10 @@ from gateway_kit import EventLog, Principal, hookimpl, owned_run
 from gateway_kit.identity.owners import UNOWNED_WRITE, StreamOwners, StreamTaken
 from gateway_kit.runs.model import Run, RunStatus
 from gateway_kit.runs.store import RunStore
+from tests.support.flask_site import signed_cookie
+from tests.support.raw_requests import JSON_TYPE, Call, assert_json_error, wait_run_ended
 
-from ..http import JSON_TYPE, Call, assert_json_error, wait_run_ended
 from .claims import Site, site, texts
-from .helpers import signed_cookie
 
 STREAM = "alice-conv"
 

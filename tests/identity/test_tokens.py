@@ -15,9 +15,8 @@ from gateway_kit import EventLog
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tables import api_tokens
 from gateway_kit.identity.tokens import LIVE_BATCH, ApiTokens, TokenKind
-
-from ..waiting import answered_while_another_writes, wait_until
-from .helpers import assert_error, strict_gateway, with_clients
+from tests.support.flask_site import assert_error, strict_gateway, with_clients
+from tests.support.waiting import answered_while_another_writes, wait_until
 
 JSON = {"accept": "application/json"}
 PAGE = "/gateway/streams/carol-work/events"

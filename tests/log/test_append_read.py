@@ -9,8 +9,7 @@ import time
 import pytest
 
 from gateway_kit import Event, EventLog
-
-from ..waiting import Reads, settled
+from tests.support.waiting import Reads, settled
 
 
 def test_seq_is_global_and_pos_is_per_stream(log: EventLog) -> None:

@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 from gateway_kit import EventLog
-
-from ..waiting import wait_until
+from tests.support.waiting import wait_until
 
 BATCH = 200
 BATCH_WRITER = """

@@ -17,8 +17,7 @@ import pytest
 from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.log import group_commit
 from gateway_kit.log.group_commit import GroupCommit
-
-from ..waiting import wait_until
+from tests.support.waiting import wait_until
 
 LONG_LINGER = 30.0
 JOIN_TIMEOUT = 10.0

@@ -10,8 +10,7 @@ import sqlalchemy as sa
 
 from gateway_kit import EventLog, InvalidEvent, PayloadTooLarge
 from gateway_kit.log.transaction import compiled
-
-from ..waiting import settled
+from tests.support.waiting import settled
 
 
 def test_data_json_is_stored_as_given_and_read_back_as_data(log: EventLog) -> None:

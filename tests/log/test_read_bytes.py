@@ -7,8 +7,7 @@ import pytest
 
 from gateway_kit import EventLog, InvalidCursor
 from gateway_kit.log.pages import data_size, may_continue
-
-from ..waiting import settled
+from tests.support.waiting import settled
 
 
 def sized(log: EventLog, sizes: list[int], stream: str = "s", run_id: str | None = None) -> None:

@@ -20,9 +20,8 @@ from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.log.postgres import conninfo
 from gateway_kit.log.reconnect import GATE_MAX
 from gateway_kit.log.schema import EVENTS
-
-from ..pg_server import PgServer
-from ..waiting import until, wait_until
+from tests.support.postgres import PgServer
+from tests.support.waiting import until, wait_until
 
 T = TypeVar("T")
 

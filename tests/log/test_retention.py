@@ -12,8 +12,7 @@ from gateway_kit import Event, EventLog
 from gateway_kit.log import postgres
 from gateway_kit.log.postgres import conninfo
 from gateway_kit.log.schema import STREAM_LOCK_CLASS
-
-from ..waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 def backdate(log: EventLog, run_id: str, seconds: float) -> None:

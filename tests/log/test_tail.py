@@ -13,8 +13,7 @@ import pytest
 from gateway_kit import Event, EventLog
 from gateway_kit.log import postgres
 from gateway_kit.log.schema import NOTIFY_CHANNEL
-
-from ..waiting import Reads, until, wait_until
+from tests.support.waiting import Reads, until, wait_until
 
 APPEND_SCRIPT = """
 import sys

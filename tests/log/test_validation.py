@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from gateway_kit import EventLog, InvalidCursor, InvalidEvent, LogClosed, PayloadTooLarge
-
-from ..waiting import settled
+from tests.support.waiting import settled
 
 
 @pytest.mark.parametrize(

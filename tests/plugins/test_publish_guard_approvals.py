@@ -19,10 +19,9 @@ from gateway_kit.approvals.events import CLAIMED, DECIDED, EXPIRED, REQUESTED, V
 from gateway_kit.approvals.goose_actions import ActionRequest
 from gateway_kit.approvals.rules import new_approval
 from gateway_kit.testing import DECLINED_RESPONSE, FakeGoose, Turn
+from tests.support.approvals import decide, pending_approval
+from tests.support.runs import bound_session, gateway_client, run_types, start_run, wait_status
 
-from ..approvals.helpers import decide, pending_approval
-from ..runs.test_lifecycle import run_types
-from ..runs.test_routes import bound_session, gateway_client, start_run, wait_status
 from .publish import (
     OWNER,
     Typed,

@@ -13,10 +13,10 @@ import httpx
 
 from gateway_kit import EventLog, Gateway, GooseUpstream, LifecycleSettings, StreamOwners
 from gateway_kit.testing import FakeGoose
+from tests.support.serving import serve_in_thread
+from tests.support.upstream import FAST
+from tests.support.waiting import wait_until
 
-from ..serving import serve_in_thread
-from ..upstream.harness import FAST
-from ..waiting import wait_until
 from .publish import NAME, OWNER, claiming, page, public_root, template
 
 STREAM = "pages"

@@ -19,9 +19,8 @@ import pytest
 
 from gateway_kit import Event, EventLog, LifecycleSettings, StreamOwners
 from gateway_kit.testing import FakeGoose, Turn
+from tests.support.runs import bound_session, gateway_client, run_types, start_run, wait_status
 
-from ..runs.test_lifecycle import run_types
-from ..runs.test_routes import bound_session, gateway_client, start_run, wait_status
 from .publish import OWNER, configured, goose_text, goose_tool_call, page, public_root, run_events
 from .test_publish_guard_runs import options
 

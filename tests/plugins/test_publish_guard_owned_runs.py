@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from gateway_kit import EventLog, Gateway, OwnedRun, owned_run
+from tests.support.waiting import settled
 
-from ..waiting import settled
 from .publish import NAME, OWNER, page, public_root, template
 
 STREAM = "conversation"

@@ -12,10 +12,9 @@ import pytest
 
 from gateway_kit import Event, LifecycleSettings, StreamOwners
 from gateway_kit.testing import FakeGoose, Turn
+from tests.support.runs import bound_session, gateway_client, run_types, start_run, wait_status
+from tests.support.upstream import until
 
-from ..runs.test_lifecycle import run_types
-from ..runs.test_routes import bound_session, gateway_client, start_run, wait_status
-from ..upstream.harness import until
 from .publish import NAME, OWNER, claiming, page, public_root, template
 
 STREAM = "conv"  # the stream of `bound_session`

@@ -20,9 +20,8 @@ from sqlalchemy.dialects import postgresql
 from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
-
-from ..processes import serve_app
-from ..upstream.gateway_process import TAKEOVER
+from tests.support.processes import serve_app
+from tests.support.upstream_process import TAKEOVER
 
 DIE = "--die"
 # A killed process's claim runs out after a second; survivors look for due bills 10 times that.

@@ -28,10 +28,16 @@ from gateway_kit.runs.model import Run, RunStatus
 from gateway_kit.runs.service import starter_of
 from gateway_kit.runs.store import RunStore, TooManyActiveRuns
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..http import JSON_TYPE, PREFIX, Call, assert_json_error, goose_calls, writes
-from ..upstream.harness import FAST, GOOSE_URL
-from ..waiting import until
+from tests.support.raw_requests import (
+    JSON_TYPE,
+    PREFIX,
+    Call,
+    assert_json_error,
+    goose_calls,
+    writes,
+)
+from tests.support.upstream import FAST, GOOSE_URL
+from tests.support.waiting import until
 
 BASE = "http://gateway.test"
 STREAMS = st.one_of(st.sampled_from(["bob-0", "bob-1", "new"]), st.text(min_size=1, max_size=30))

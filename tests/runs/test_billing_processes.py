@@ -21,10 +21,10 @@ from gateway_kit.runs.bills import idempotency_key
 from gateway_kit.runs.store import RunStore
 from gateway_kit.runs.tables import bills
 from gateway_kit.testing import FakeGoose
+from tests.support.processes import GatewayProcess, gateway_process
+from tests.support.serving import serve_in_thread
+from tests.support.waiting import settled, wait_until
 
-from ..processes import GatewayProcess, gateway_process
-from ..serving import serve_in_thread
-from ..waiting import settled, wait_until
 from .billing_process import DIE, LEDGER, METADATA
 
 

@@ -12,8 +12,7 @@ import pytest
 from gateway_kit import LifecycleSettings
 from gateway_kit.exceptions import RunConflict
 from gateway_kit.testing import Turn
-
-from ..upstream.harness import STREAM, Harness, harness
+from tests.support.upstream import STREAM, Harness, harness
 
 REFUSED = 400
 

@@ -13,11 +13,10 @@ from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.runs.model import Run, RunStatus
 from gateway_kit.testing import FakeGoose, Turn
 from gateway_kit.types import Receive, Scope, Send
-
-from ..upstream.harness import STREAM, Harness, harness
-from ..waiting import until
-from .test_lifecycle import Ledger
-from .test_routes import bound_session, gateway_client, start_run, wait_status
+from tests.runs.plugins import Ledger
+from tests.support.runs import bound_session, gateway_client, start_run, wait_status
+from tests.support.upstream import STREAM, Harness, harness
+from tests.support.waiting import until
 
 
 class HangingReplyGoose(FakeGoose):

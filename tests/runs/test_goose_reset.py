@@ -14,10 +14,9 @@ import pytest
 from gateway_kit import Gateway
 from gateway_kit.testing import FakeGoose, Turn
 from gateway_kit.testing import sessions as fake_sessions
-
-from ..http import goose_calls, writes
-from ..waiting import until
-from .test_routes import gateway_client, start_run, wait_status
+from tests.support.raw_requests import goose_calls, writes
+from tests.support.runs import gateway_client, start_run, wait_status
+from tests.support.waiting import until
 
 
 def reset_session_store(

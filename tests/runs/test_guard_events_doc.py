@@ -25,8 +25,7 @@ from gateway_kit import (
     tool_calls,
 )
 from gateway_kit.testing import FakeGoose, Turn, goose_validator
-
-from ..waiting import until
+from tests.support.waiting import until
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
 HEADING = "#### What a guard sees\n"

@@ -14,9 +14,7 @@ import pytest
 
 from gateway_kit import Event, GuardVeto, LifecycleSettings, hookimpl
 from gateway_kit.testing import FakeGoose
-
-from .test_lifecycle import run_types
-from .test_routes import gateway_client, start_run, wait_status
+from tests.support.runs import gateway_client, run_types, start_run, wait_status
 
 
 class Crashing:

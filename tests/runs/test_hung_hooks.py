@@ -16,10 +16,9 @@ from gateway_kit.hooks import manager
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.testing import FakeGoose
-
-from ..waiting import until
-from .test_lifecycle import Ledger
-from .test_routes import gateway_client, start_run, wait_status
+from tests.runs.plugins import Ledger
+from tests.support.runs import gateway_client, start_run, wait_status
+from tests.support.waiting import until
 
 LIFECYCLE_THREADS = 2  # few, so that the stuck runs alone would take them all
 STUCK_RUNS = 3

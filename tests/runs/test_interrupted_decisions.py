@@ -10,10 +10,9 @@ from typing import Any
 
 from gateway_kit.runs.events import RECOVERY_STARTED
 from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn
-
-from ..waiting import until
-from .test_recovery_plugins import built_ins
-from .test_routes import bound_session, gateway_client, start_run, wait_status
+from tests.runs.plugins import built_ins
+from tests.support.runs import bound_session, gateway_client, start_run, wait_status
+from tests.support.waiting import until
 
 
 def test_a_recovery_finishes_though_the_old_sessions_connection_ends_in_its_middle(

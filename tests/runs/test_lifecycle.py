@@ -7,49 +7,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections import Counter
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from gateway_kit import Event, GuardVeto, RecoveryPlan, hookimpl
+from gateway_kit import Event, GuardVeto, RecoveryPlan
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.bills import idempotency_key
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn
+from tests.support.plugins import plugin
+from tests.support.runs import (
+    bound_session,
+    cancel_of,
+    gateway_client,
+    reply_of,
+    run_types,
+    sse_events,
+    start_run,
+    terminal_count,
+    wait_status,
+)
+from tests.support.upstream import harness, until
 
-from ..hooks.plugins_for_tests import plugin
-from ..upstream.harness import harness, until
-from .test_routes import bound_session, gateway_client, sse_events, start_run, wait_status
-
-MISSING_FILE = "report.pdf"
-
-
-def run_types(events: list[Any]) -> list[str]:
-    return [e["type"] if isinstance(e, dict) else e.type for e in events]
-
-
-def terminal_count(types: list[str]) -> int:
-    """How many envelopes a client that stops at the first Finish/Error would take as the end."""
-    return sum(1 for t in types if t in ("Finish", "Error"))
-
-
-class VetoOnce:
-    """A guard that finds the report missing after the first turn, and present after."""
-
-    __name__ = "veto-once"
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    @hookimpl
-    def finish_guard(self, run: Any, events: list[Event]) -> GuardVeto | None:
-        self.calls.append([e.type for e in events])
-        if len(self.calls) == 1:
-            return GuardVeto("the report was not written", missing=[MISSING_FILE])
-        return None
+from .plugins import MISSING_FILE, Ledger, Recoveries, VetoOnce
 
 
 def test_a_guard_that_vetoes_once_gets_one_follow_up_naming_the_missing_item(
@@ -165,27 +148,6 @@ def test_a_guard_that_always_vetoes_gets_n_follow_ups_then_guard_failed_and_fini
     assert any("still vetoed" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
 
 
-class Recoveries:
-    """Classifies the text-only model's error and plans each recovery kind it knows."""
-
-    __name__ = "recoveries"
-
-    def __init__(self, plans: list[RecoveryPlan]) -> None:
-        self.plans = plans
-        self.classified: list[str] = []
-        self.planned: list[tuple[str, int]] = []
-
-    @hookimpl
-    def classify_error(self, error: str, run: Any) -> str | None:
-        self.classified.append(error)
-        return "SESSION_VISUAL_CONTEXT_UNSUPPORTED" if "image_url" in error else None
-
-    @hookimpl
-    def plan_recovery(self, error_class: str, run: Any, attempts: list[Any]) -> RecoveryPlan:
-        self.planned.append((error_class, len(attempts)))
-        return self.plans[min(len(self.planned), len(self.plans)) - 1]
-
-
 def test_a_classified_error_recovers_in_a_clean_session_then_finishes(log_url: str) -> None:
     context = [{"role": "user", "content": [{"type": "text", "text": "summary so far"}]}]
     plan = RecoveryPlan(
@@ -219,8 +181,8 @@ def test_a_classified_error_recovers_in_a_clean_session_then_finishes(log_url: s
         assert b'"extension_overrides":[{"name":"developer","enabled":false}]' in start[-1].body
         # The failed request was cancelled before the retry was sent.
         assert [c.request_id for c in fake.cancel_calls][:1] == [first.request_id]
-        assert fake.requests.index(_cancel_of(fake, first.request_id)) < fake.requests.index(
-            _reply_of(fake, retry.request_id)
+        assert fake.requests.index(cancel_of(fake, first.request_id)) < fake.requests.index(
+            reply_of(fake, retry.request_id)
         )
         types = run_types(events)
         assert "UpstreamError" in types and "RecoveryStarted" in types
@@ -231,18 +193,6 @@ def test_a_classified_error_recovers_in_a_clean_session_then_finishes(log_url: s
         assert planner.planned == [("SESSION_VISUAL_CONTEXT_UNSUPPORTED", 1)]
 
     asyncio.run(main())
-
-
-def _cancel_of(fake: FakeGoose, request_id: str) -> Any:
-    return next(
-        r for r in fake.requests if r.path.endswith("/cancel") and request_id.encode() in r.body
-    )
-
-
-def _reply_of(fake: FakeGoose, request_id: str) -> Any:
-    return next(
-        r for r in fake.requests if r.path.endswith("/reply") and request_id.encode() in r.body
-    )
 
 
 def test_each_recovery_kind_runs_once_and_two_kinds_never_share_a_budget(log_url: str) -> None:
@@ -270,8 +220,8 @@ def test_each_recovery_kind_runs_once_and_two_kinds_never_share_a_budget(log_url
         assert [c.status for c in fake.reply_calls] == [200, 200, 200]  # never "busy"
         # Before every retry the request before it was cancelled.
         for previous, retry in zip(fake.reply_calls, fake.reply_calls[1:], strict=False):
-            assert fake.requests.index(_cancel_of(fake, previous.request_id)) < (
-                fake.requests.index(_reply_of(fake, retry.request_id))
+            assert fake.requests.index(cancel_of(fake, previous.request_id)) < (
+                fake.requests.index(reply_of(fake, retry.request_id))
             )
         types = run_types(events)
         assert types.count("RecoveryStarted") == 2 and terminal_count(types) == 1
@@ -304,26 +254,6 @@ def test_an_unclassified_error_ends_the_run_with_its_error(log_url: str) -> None
             assert planner.classified == ["rate limited"] and not planner.planned
 
     asyncio.run(main())
-
-
-class Ledger:
-    """A consumer of bills that honours the idempotency key; it can fail its first call."""
-
-    __name__ = "ledger"
-
-    def __init__(self, *, fail_first: bool = False) -> None:
-        self.fail_first = fail_first
-        self.calls: list[tuple[str, str, dict[str, Any]]] = []
-        self.billed: dict[str, dict[str, Any]] = {}
-        self.lock = threading.Lock()
-
-    @hookimpl
-    def bill_run(self, run: Any, usage: dict[str, Any], idempotency_key: str) -> None:
-        with self.lock:
-            self.calls.append((run.run_id, idempotency_key, usage))
-            if self.fail_first and len(self.calls) == 1:
-                raise ConnectionError("the billing service is down")
-            self.billed.setdefault(idempotency_key, usage)
 
 
 def test_a_run_is_billed_once_with_usage_summed_over_its_attempts(log_url: str) -> None:

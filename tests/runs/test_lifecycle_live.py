@@ -11,10 +11,9 @@ import httpx
 
 from gateway_kit import Event, EventLog, Gateway, GooseUpstream, GuardVeto, hookimpl
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..serving import serve_in_thread
-from ..upstream.harness import FAST
-from ..waiting import wait_until
+from tests.support.serving import serve_in_thread
+from tests.support.upstream import FAST
+from tests.support.waiting import wait_until
 
 TIMEOUT = 20.0
 

@@ -9,30 +9,29 @@ import json
 from collections import deque
 from typing import Any
 
-from gateway_kit_plugins.tool_history_recovery import ToolHistoryRecovery
-from gateway_kit_plugins.transient_retry import TransientRetry
-from gateway_kit_plugins.visual_fallback import VisualFallback
-
 from gateway_kit import Event, GuardVeto, hookimpl
 from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn, echo_turn
 from gateway_kit.testing.extensions import session_tools
 from gateway_kit.testing.turns import TINY_PNG_BASE64
 from gateway_kit.upstream.connection import LOST_RUN_ERROR
 from gateway_kit.upstream.pump import UNREACHABLE_ERROR
+from tests.support.runs import (
+    bound_session,
+    cancel_of,
+    gateway_client,
+    reply_of,
+    start_run,
+    wait_status,
+)
+from tests.support.waiting import until
 
-from ..waiting import until
-from .test_lifecycle import _cancel_of, _reply_of
-from .test_routes import bound_session, gateway_client, start_run, wait_status
+from .plugins import built_ins
 
 OPENAI_TOOL_HISTORY = (
     "Request failed: Bad request (400): An assistant message with 'tool_calls' must be followed "
     "by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not "
     "have response messages: call_abc"
 )
-
-
-def built_ins() -> list[object]:
-    return [VisualFallback(), ToolHistoryRecovery(), TransientRetry()]
 
 
 def new_sessions_play(*turns: Turn) -> FakeGoose:
@@ -55,8 +54,8 @@ def assert_cancelled_before_each_retry(fake: FakeGoose, first: int = 0, last: in
     """goose saw each of one run's requests cancelled before the next one was sent."""
     calls = fake.reply_calls[first:] if last == -1 else fake.reply_calls[first : last + 1]
     for previous, retry in itertools.pairwise(calls):
-        assert fake.requests.index(_cancel_of(fake, previous.request_id)) < (
-            fake.requests.index(_reply_of(fake, retry.request_id))
+        assert fake.requests.index(cancel_of(fake, previous.request_id)) < (
+            fake.requests.index(reply_of(fake, retry.request_id))
         )
 
 

@@ -23,11 +23,18 @@ from gateway_kit.upstream.appends import FrameAppender
 from gateway_kit.upstream.goose_frames import UpstreamFrame
 from gateway_kit.upstream.pump import PumpSettings
 from gateway_kit.upstream.translator import is_duplicate
-
-from ..conftest import PG_URL
-from ..upstream.harness import FAST, STREAM, harness, until
-from .test_lifecycle import Ledger, Recoveries, VetoOnce, run_types, terminal_count
-from .test_routes import bound_session, gateway_client, sse_events, start_run, wait_status
+from tests.runs.plugins import Ledger, Recoveries, VetoOnce
+from tests.support.postgres import PG_URL
+from tests.support.runs import (
+    bound_session,
+    gateway_client,
+    run_types,
+    sse_events,
+    start_run,
+    terminal_count,
+    wait_status,
+)
+from tests.support.upstream import FAST, STREAM, harness, until
 
 MIB = 1024 * 1024
 

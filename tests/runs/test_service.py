@@ -9,8 +9,7 @@ import pytest
 from gateway_kit import RunConflict, RunStatus
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.testing import Turn
-
-from ..upstream.harness import STREAM, harness
+from tests.support.upstream import STREAM, harness
 
 
 def test_a_run_the_log_already_ended_does_not_block_the_next_one(log_url: str) -> None:

@@ -9,9 +9,8 @@ import json
 
 from gateway_kit import Event, EventLog, ToolCall, final_assistant_text, owned_run, tool_calls
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..waiting import settled
-from .test_routes import bound_session, gateway_client, start_run, wait_status
+from tests.support.runs import bound_session, gateway_client, start_run, wait_status
+from tests.support.waiting import settled
 
 
 def test_a_runs_text_and_tool_calls_read_back_from_its_events(log_url: str) -> None:

@@ -13,8 +13,7 @@ import sys
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.demo import create_app
-
-from ..processes import serve_app
+from tests.support.processes import serve_app
 
 
 def main() -> None:

@@ -13,9 +13,8 @@ import pytest
 from gateway_kit import EventLog, Gateway
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..serving import serve_in_thread
-from .clients import Client, connected, with_token
+from tests.support.serving import serve_in_thread
+from tests.support.socket_clients import Client, connected, with_token
 
 STREAM = "alice-conv"
 APPROVAL = {

@@ -11,8 +11,7 @@ from gateway_kit.coordination.tables import leases
 from gateway_kit.principal import Principal
 from gateway_kit.sockets.presence import LEASE_PREFIX, Presence
 from gateway_kit.sockets.tables import socket_connections, socket_subscriptions
-
-from ..waiting import answered_while_another_writes
+from tests.support.waiting import answered_while_another_writes
 
 STREAM = "conv-1"
 

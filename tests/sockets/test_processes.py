@@ -15,10 +15,9 @@ import redis
 from gateway_kit import EventLog
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..processes import gateway_process
-from ..waiting import until
-from .clients import connected, with_token
+from tests.support.processes import gateway_process
+from tests.support.socket_clients import connected, with_token
+from tests.support.waiting import until
 
 REDIS_URL = os.environ.get("GATEWAY_KIT_TEST_REDIS", "redis://127.0.0.1:6379/0")
 MODULE = "tests.sockets.gateway_process"

@@ -15,11 +15,10 @@ from gateway_kit import EventLog, Gateway
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.sockets.server import SocketServer
-
-from ..identity.helpers import flask_app
-from ..serving import serve_in_thread
-from ..waiting import settled, until
-from .clients import WAIT, Client, HandClient, with_token
+from tests.support.flask_site import flask_app
+from tests.support.serving import serve_in_thread
+from tests.support.socket_clients import WAIT, Client, HandClient, with_token
+from tests.support.waiting import settled, until
 
 STREAM = "long-conversation"
 LIMIT = 40  # messages one connection may have waiting

@@ -18,10 +18,9 @@ from hypothesis import strategies as st
 from gateway_kit import EventLog, Gateway
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..identity.helpers import flask_app
-from ..serving import serve_in_thread
-from .clients import Client, connected
+from tests.support.flask_site import flask_app
+from tests.support.serving import serve_in_thread
+from tests.support.socket_clients import Client, connected
 
 OWN = "own-stream"
 RAW = "\x00raw:"  # a text `RawNumbers` sends as the JSON number that follows it

@@ -22,12 +22,11 @@ from gateway_kit.identity.secrets import digest
 from gateway_kit.identity.tables import socket_tickets
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.log.postgres import conninfo
-
-from ..conftest import PG_URL
-from ..identity.helpers import USERS, flask_app
-from ..serving import serve_in_thread
-from ..waiting import settled, until
-from .clients import Client, connected, logged_in, with_token
+from tests.support.flask_site import USERS, flask_app
+from tests.support.postgres import PG_URL
+from tests.support.serving import serve_in_thread
+from tests.support.socket_clients import Client, connected, logged_in, with_token
+from tests.support.waiting import settled, until
 
 GATEWAY_KIT = Path(sys.executable).parent / "gateway-kit"
 ALICE = "alice-conv"

@@ -12,8 +12,7 @@ from gateway_kit import EventLog, Gateway, LegacySurfaces, Principal
 from gateway_kit.identity.tables import socket_tickets
 from gateway_kit.identity.tickets import RateLimited, SocketTickets
 from gateway_kit.identity.tokens import ApiTokens
-
-from ..identity.helpers import assert_error, flask_app, log_in, with_clients
+from tests.support.flask_site import assert_error, flask_app, log_in, with_clients
 
 ALICE = Principal(user_id="alice", method="bearer", credential_id="tok-1")
 

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from gateway_kit import EventLog, Gateway
-
-from ..legacy_paths import EXAMPLE_LEGACY
+from tests.support.legacy_paths import EXAMPLE_LEGACY
 
 MakeGateway = Callable[..., Gateway]
 LISTENER_TIMEOUT = 10.0

@@ -11,8 +11,7 @@ from __future__ import annotations
 import sys
 
 from gateway_kit import EventLog, Gateway
-
-from ..processes import serve_app
+from tests.support.processes import serve_app
 
 
 def main() -> None:

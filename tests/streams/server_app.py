@@ -12,8 +12,7 @@ import os
 from flask import Flask, Response, jsonify
 
 from gateway_kit import EventLog, Gateway
-
-from ..legacy_paths import EXAMPLE_LEGACY
+from tests.support.legacy_paths import EXAMPLE_LEGACY
 
 LOG_URL_VAR = "GATEWAY_KIT_STREAMS_LOG_URL"
 OPTIONS_VAR = "GATEWAY_KIT_STREAMS_OPTIONS"

@@ -9,9 +9,9 @@ from typing import Any
 
 from gateway_kit import Event, EventLog
 from gateway_kit.log.pages import data_size
+from tests.support.asgi_driver import Request
+from tests.support.waiting import settled
 
-from ..waiting import settled
-from .asgi_driver import Request
 from .conftest import MakeGateway
 
 CAP = 3000

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from gateway_kit import EventLog, Gateway
+from tests.support.asgi_driver import Request, hang_up_all, wait_all
+from tests.support.waiting import until
 
-from ..waiting import until
-from .asgi_driver import Request, hang_up_all, wait_all
 from .conftest import MakeGateway
 
 PATH = "/gateway/streams/conv/events"

@@ -23,9 +23,9 @@ from gateway_kit import (
     TaskPollShape,
     hookimpl,
 )
+from tests.support.asgi_driver import Request
+from tests.support.waiting import settled
 
-from ..waiting import settled
-from .asgi_driver import Request
 from .conftest import MakeGateway
 
 

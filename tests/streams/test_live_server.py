@@ -18,8 +18,8 @@ import pytest
 from httpx_sse import aconnect_sse
 
 from gateway_kit import EventLog
+from tests.support.waiting import until
 
-from ..waiting import until
 from .live_server import LiveServer, serve
 from .raw_client import (
     complete_frame_ids,

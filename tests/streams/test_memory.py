@@ -16,8 +16,7 @@ import httpx
 
 from gateway_kit import EventLog
 from gateway_kit.settings import DEFAULT_MAX_PAGE_BYTES
-
-from ..processes import gateway_process
+from tests.support.processes import gateway_process
 
 MIB = 1024 * 1024
 EVENTS = 40

@@ -10,10 +10,9 @@ import pytest
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.log.postgres import conninfo
-
-from ..conftest import PG_URL
-from ..waiting import settled
-from .asgi_driver import Request
+from tests.support.asgi_driver import Request
+from tests.support.postgres import PG_URL
+from tests.support.waiting import settled
 
 JSON = {"accept": "application/json"}
 

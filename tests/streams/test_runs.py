@@ -7,9 +7,8 @@ import asyncio
 import pytest
 
 from gateway_kit import EventLog, Gateway
-
-from ..waiting import settled
-from .asgi_driver import Request
+from tests.support.asgi_driver import Request
+from tests.support.waiting import settled
 
 
 def run_path(run_id: str = "r1") -> str:

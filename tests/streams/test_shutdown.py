@@ -11,8 +11,7 @@ import uvicorn
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.types import Message
-
-from .asgi_driver import Request
+from tests.support.asgi_driver import Request
 
 PATH = "/gateway/streams/conv/events"
 TIMEOUT = 15.0

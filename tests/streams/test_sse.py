@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from gateway_kit import EventLog, Gateway
+from tests.support.asgi_driver import Request
+from tests.support.waiting import settled
 
-from ..waiting import settled
-from .asgi_driver import Request
 from .conftest import MakeGateway
 
 ENVELOPE_KEYS = ["seq", "stream", "pos", "run_id", "type", "data", "upstream_event_id"]

@@ -18,8 +18,9 @@ from gateway_kit.testing import (
     elicitation_response,
     goose_validator,
 )
+from tests.support.docs import PYTHON_BLOCK, section
+from tests.test_docs import PLUGINS_DOC
 
-from ..test_docs import PLUGINS_DOC, PYTHON_BLOCK, section
 from .helpers import FAST_PINGS, Frame, FrameReader, open_events, reply, start_reply
 
 SHELL = "developer__shell"

@@ -11,8 +11,8 @@ import uvicorn
 
 from gateway_kit.testing import FakeGoose, StreamingASGITransport, Turn
 from gateway_kit.types import Message, Receive, Scope, Send
+from tests.support.waiting import until
 
-from ..waiting import until
 from .helpers import FAST_PINGS, FrameReader, reply, start_reply
 
 

@@ -9,8 +9,7 @@ from collections import Counter
 from gateway_kit import Event
 from gateway_kit.runs.model import RunStatus
 from gateway_kit.testing import Turn
-
-from .harness import STREAM, harness
+from tests.support.upstream import STREAM, harness
 
 
 def goose_ids(events: list[Event]) -> list[int]:

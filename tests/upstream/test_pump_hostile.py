@@ -16,8 +16,8 @@ from gateway_kit.testing.event_stream import SSE_HEADERS
 from gateway_kit.testing.records import EventsCall
 from gateway_kit.types import Receive, Send
 from gateway_kit.upstream.pump import PumpSettings
+from tests.support.upstream import STREAM, harness
 
-from .harness import STREAM, harness
 from .test_pump import types
 
 LIVE_WAIT = 0.3

@@ -10,8 +10,8 @@ from gateway_kit.runs.model import RunStatus
 from gateway_kit.testing import Turn
 from gateway_kit.upstream.connection import LOST_RUN_ERROR
 from gateway_kit.upstream.translator import goose_id_at
+from tests.support.upstream import STREAM, harness
 
-from .harness import STREAM, harness
 from .test_pump import goose_ids, types
 
 

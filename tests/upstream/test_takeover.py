@@ -11,12 +11,11 @@ import httpx
 
 from gateway_kit import EventLog
 from gateway_kit.testing import FakeGoose, echo_turn
+from tests.support.processes import gateway_process
+from tests.support.serving import serve_in_thread
+from tests.support.waiting import settled, wait_until
 
-from ..processes import gateway_process
-from ..serving import serve_in_thread
-from ..waiting import settled, wait_until
-
-MODULE = "tests.upstream.gateway_process"
+MODULE = "tests.support.upstream_process"
 
 
 def test_the_surviving_gateway_takes_the_pump_over(pg_url: str, tmp_path: Path) -> None:

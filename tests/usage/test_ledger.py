@@ -22,9 +22,9 @@ from gateway_kit.testing import FakeGoose, Turn
 from gateway_kit.usage import UsageLedger, entry_of
 from gateway_kit.usage import ledger as ledger_module
 from gateway_kit.usage.ledger import utc_day
+from tests.support.runs import bound_session, gateway_client, sse_events, start_run, wait_status
+from tests.support.upstream import until
 
-from ..runs.test_routes import bound_session, gateway_client, sse_events, start_run, wait_status
-from ..upstream.harness import until
 from .billing import DAY, days, deliver, ended, entries, undeliver, usage
 
 QUICK = LifecycleSettings(billing=BillingSettings(retry_delay=0.05, scan_interval=0.05))

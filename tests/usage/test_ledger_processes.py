@@ -9,8 +9,8 @@ import sys
 from gateway_kit import EventLog
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.usage import UsageLedger
+from tests.support.processes import ROOT
 
-from ..processes import ROOT
 from .billing import entries
 
 BILLS = 200

@@ -34,11 +34,11 @@ from gateway_kit.testing import FakeGoose
 from gateway_kit.types import Scope
 from gateway_kit.usage import UsageLedger, entry_of
 from gateway_kit.usage.ledger import utc_day
+from tests.support.plugins import plugin
+from tests.support.serving import serve_in_thread
+from tests.support.upstream import FAST
+from tests.support.waiting import wait_until
 
-from ..hooks.plugins_for_tests import plugin
-from ..serving import serve_in_thread
-from ..upstream.harness import FAST
-from ..waiting import wait_until
 from .billing import DAY, deliver, ended, usage
 
 TWO_DAYS_AGO = time.time() - 2 * DAY

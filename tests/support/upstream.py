@@ -21,8 +21,7 @@ from gateway_kit.testing import FakeGoose
 from gateway_kit.upstream import GooseUpstream
 from gateway_kit.upstream.pump import PumpSettings
 from gateway_kit.upstream.pumps import PumpManager
-
-from ..waiting import until
+from tests.support.waiting import until
 
 GOOSE_URL = "http://goose.test"
 STREAM = "conv-1"

@@ -1,7 +1,7 @@
 """Captures the fixtures again: each screen of `sources.SCREENS`, drawn by the fake agent in a
 real tmux pane, saved as ``tmux capture-pane -p`` returns it.
 
-    python -m tests.execution.screens.regenerate     (from the repository's root)
+    python -m tests.support.screens.regenerate     (from the repository's root)
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from tests.execution.screens.sources import HEIGHT, SCREENS, WIDTH
-from tests.execution.tmux_server import TmuxServer
+from tests.support.screens.sources import HEIGHT, SCREENS, WIDTH
+from tests.support.tmux_server import TmuxServer
 
 HERE = Path(__file__).parent
 

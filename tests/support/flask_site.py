@@ -14,8 +14,7 @@ from itsdangerous import URLSafeTimedSerializer
 
 from gateway_kit import EventLog, Gateway
 from gateway_kit.demo import create_app
-
-from ..legacy_paths import EXAMPLE_LEGACY
+from tests.support.legacy_paths import EXAMPLE_LEGACY
 
 USERS = {"alice": "alice-pw", "bob": "bob-pw"}
 SECRET = "the-current-key"

@@ -1,6 +1,6 @@
-"""A throwaway PostgreSQL server a test may kill and start again: Debian's PostgreSQL 15
-(`initdb`, `pg_ctl`) in a temporary directory, on a free loopback port of its own, trust auth,
-no fsync.
+"""The suite's PostgreSQL: the shared server at $GATEWAY_KIT_TEST_PG (`PG_URL`), and a throwaway
+server a test may kill and start again: Debian's PostgreSQL 15 (`initdb`, `pg_ctl`) in a
+temporary directory, on a free loopback port of its own, trust auth, no fsync.
 
 `initdb` refuses to run as root, so as root the server runs as the ``postgres`` OS user, in a
 directory that user owns. Missing binaries or user are a failure, never a skip.
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psycopg
 
+PG_URL = os.environ.get("GATEWAY_KIT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 BIN_DIRS = ("/usr/lib/postgresql/15/bin",)
 OS_USER = "postgres"
 START_TIMEOUT = 30.0

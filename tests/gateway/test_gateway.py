@@ -22,8 +22,7 @@ from gateway_kit import EventLog, Gateway, LegacySurfaces, Middleware, WrappedAp
 from gateway_kit.gateway import is_wsgi
 from gateway_kit.principal import principal_of
 from gateway_kit.types import Message
-
-from .serving import serve_in_thread
+from tests.support.serving import serve_in_thread
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import uvicorn
 
-from .waiting import wait_until
+from tests.support.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 

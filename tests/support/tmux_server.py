@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 from gateway_kit.execution.tmux import Tmux
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 NO_TMUX = "tmux is not installed: these tests need it (scripts/test installs Debian's tmux)"

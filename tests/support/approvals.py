@@ -11,9 +11,8 @@ import httpx
 
 from gateway_kit import Gateway
 from gateway_kit.testing import FakeGoose, Turn
-
-from ..runs.test_routes import bound_session
-from ..waiting import until
+from tests.support.runs import bound_session
+from tests.support.waiting import until
 
 TOOL = "developer__shell"
 ARGUMENTS = {"command": "rm -rf build/"}

@@ -38,10 +38,9 @@ from gateway_kit.streams import StreamService
 from gateway_kit.testing import FakeGoose
 from gateway_kit.types import Receive, Scope, Send
 from gateway_kit.upstream.pumps import PumpManager
-
-from .hooks.plugins_for_tests import plugin
-from .streams.asgi_driver import Request
-from .upstream.harness import FAST, GOOSE_URL, until
+from tests.support.asgi_driver import Request
+from tests.support.plugins import plugin
+from tests.support.upstream import FAST, GOOSE_URL, until
 
 JSON = {"accept": "application/json"}
 

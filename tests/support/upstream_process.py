@@ -1,6 +1,6 @@
 """One gateway process for multi-process tests.
 
-    python -m tests.upstream.gateway_process PORT_FILE DB_URL GOOSE_URL SECRET
+    python -m tests.support.upstream_process PORT_FILE DB_URL GOOSE_URL SECRET
 
 Serves a Gateway with a goose upstream on a free loopback port (written to PORT_FILE), with
 short leases so that a killed process's sessions are taken over quickly.
@@ -12,8 +12,7 @@ import sys
 
 from gateway_kit import EventLog, Gateway, GooseUpstream
 from gateway_kit.upstream.pump import PumpSettings
-
-from ..processes import serve_app
+from tests.support.processes import serve_app
 
 TAKEOVER = PumpSettings(lease_ttl=1.5, lost_run_grace=3.0, reconnect_delay=0.05)
 

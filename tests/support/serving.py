@@ -10,7 +10,7 @@ from typing import Any
 
 import uvicorn
 
-from .waiting import wait_until
+from tests.support.waiting import wait_until
 
 START_TIMEOUT = 20.0
 

@@ -10,8 +10,7 @@ from gateway_kit import EventLog
 from gateway_kit.app_runs.lease_names import lease_name
 from gateway_kit.coordination.leases import Lease
 from gateway_kit.coordination.tables import leases
-
-from ..waiting import wait_until
+from tests.support.waiting import wait_until
 
 STREAM = "conv-owned"
 
