@@ -1,4 +1,4 @@
-"""docs/plugins.md kept true to the hook specifications, and every hook kept tested.
+"""docs/plugin_hooks.md kept true to the hook specifications, and every hook kept tested.
 
 Every hook of `gateway_kit.hooks.hookspecs` has one section headed ``### `name(arg, ...)` ``
 with the spec's argument names in order, says whether it stops at the first non-None answer,
@@ -6,8 +6,8 @@ gives the failure value declared with its spec (its `HookPolicy`, which the gate
 and names the plugin timeout exactly when its answers are timed; the failures table gives the
 same failure values; no such heading names a hook that does not exist. Every hook has a test
 of its own: a test function somewhere under tests/ whose name contains the hook's name (this
-file does not count). The tutorial shows the distribution of tests/plugin_dist/ file for
-file, and its Python examples compile.
+file does not count). The stream-access rule of `authorize_subscription` is the module of
+tests/plugin_dist/ as it is, and the Python examples compile.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from gateway_kit.hooks import PROJECT, REFUSED, hookspecs
 from gateway_kit.hooks.policy import RAISE, RETRY, FailedAs, HookPolicy, policy_of
 
 TESTS = Path(__file__).resolve().parents[1]
-DOCS = TESTS.parent / "docs" / "plugins.md"
+DOCS = TESTS.parent / "docs" / "plugin_hooks.md"
 DISTRIBUTION = TESTS / "plugin_dist"
 
 HOOK_HEADING_START = "### `"
@@ -232,12 +232,12 @@ def distribution_files() -> dict[str, str]:
     return files
 
 
-def test_the_tutorial_shows_the_distribution_of_tests_plugin_dist() -> None:
+def test_the_stream_access_example_is_the_module_of_tests_plugin_dist() -> None:
     blocks, files = titled_blocks(), distribution_files()
     assert "pyproject.toml" in files
-    assert sorted(blocks) == sorted(files)
-    for name, text in files.items():
-        assert blocks[name] == text, f"docs/plugins.md shows another {name} than tests/plugin_dist"
+    assert sorted(blocks) == ["gateway_kit_example_guard.py"]  # the stream-access rule
+    for name, text in blocks.items():
+        assert text == files[name], f"docs/plugin_hooks.md shows another {name} than plugin_dist"
 
 
 def test_every_python_example_compiles() -> None:

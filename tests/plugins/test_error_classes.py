@@ -246,5 +246,5 @@ def test_the_fake_gooses_extensions_and_tools_have_gooses_shapes() -> None:
 def test_the_plugins_doc_shows_tool_history_recoverys_real_code() -> None:
     source = Path(tool_history_recovery.__file__).read_text(encoding="utf-8")
     code = source[source.index("from __future__") :]
-    doc = Path(__file__).parents[2] / "docs" / "plugins.md"
+    doc = Path(__file__).parents[2] / "docs" / "plugin_hooks.md"
     assert f"```python\n{code}```" in doc.read_text(encoding="utf-8")

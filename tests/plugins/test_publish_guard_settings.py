@@ -167,5 +167,5 @@ def test_only_write_calls_are_materialized(sqlite_url: str, tmp_path: Path) -> N
 def test_the_plugins_doc_shows_the_guards_real_code_down_to_finish_guard() -> None:
     source = Path(publish_guard.__file__).read_text(encoding="utf-8")
     code = source[source.index("from __future__") : source.index("    def root(")].rstrip()
-    doc = Path(__file__).parents[2] / "docs" / "plugins.md"
+    doc = Path(__file__).parents[2] / "docs" / "plugin_hooks.md"
     assert f"```python\n{code}\n```" in doc.read_text(encoding="utf-8")

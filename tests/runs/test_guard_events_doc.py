@@ -1,4 +1,4 @@
-"""The goose events docs/plugins.md shows under "What a guard sees" are the events a guard is
+"""The goose events docs/plugin_hooks.md shows under "What a guard sees" are the events a guard is
 handed: a run through the fake goose, recorded by a `finish_guard`, stores events of the same
 types, in the same order, with the same keys and kinds of values; the examples are goose's
 `MessageEvent`s by goose's own schema, and the guard helpers read them as the doc says."""
@@ -27,7 +27,7 @@ from gateway_kit import (
 from gateway_kit.testing import FakeGoose, Turn, goose_validator
 from tests.support.waiting import until
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "plugin_hooks.md"
 HEADING = "#### What a guard sees\n"
 JSON_BLOCK = re.compile(r"^```json\n(.*?)^```", re.DOTALL | re.MULTILINE)
 GATEWAY_TYPES = {"RunStarted"}  # the gateway's own events; every other one is goose's JSON
