@@ -1,11 +1,14 @@
 """What the README and docs/ say is what the code does: the names their code uses exist, the
-built-in plugins they list are the ones that load, the tables they name are the ones made."""
+built-in plugins they list are the ones that load, the tables they name are the ones made. And a
+reader finds every page: the README links each one, and every relative link of the README and
+docs/ leads to a file that exists, and to a heading it has when it names one."""
 
 from __future__ import annotations
 
 import ast
 import builtins
 import re
+import unicodedata
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -21,9 +24,15 @@ PLUGINS_DOC = ROOT / "docs" / "plugins.md"
 PLUGIN_HOOKS_DOC = ROOT / "docs" / "plugin_hooks.md"
 WRITING_PLUGINS_DOC = ROOT / "docs" / "writing_plugins.md"
 TESTING_PLUGINS_DOC = ROOT / "docs" / "testing_plugins.md"
+LOG_DOC = ROOT / "docs" / "log.md"
 DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 CONSOLE_BLOCK = re.compile(r"^```console\n(.*?)^```", re.DOTALL | re.MULTILINE)
 TABLE_NAME = re.compile(r"\bgateway_kit_[a-z_]+\b")
+FENCE = re.compile(r"^ *```.*?^ *```", re.DOTALL | re.MULTILINE)
+# [text](target) outside code: the target up to a space (a title) or the closing parenthesis.
+LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\((?P<target>[^)\s]+)[^)]*\)")
+HEADING = re.compile(r"^#{1,6} +(?P<title>.+?) *#*$", re.MULTILINE)
+EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)  # https:, mailto:, ...
 # Objects of the reader's own that the examples stand in for: their app, their secrets, their
 # plugins, a task of their app. Anything else a block uses must be imported or made in it.
 READERS_OWN = {
@@ -73,11 +82,11 @@ def test_code_blocks_use_only_what_they_import_or_make() -> None:
     assert not unknown, f"code blocks use names that nothing defines: {unknown}"
 
 
-def test_the_readme_names_every_table_the_migrations_make(log_url: str) -> None:
+def test_the_log_page_names_every_table_the_migrations_make(log_url: str) -> None:
     with EventLog(log_url) as log:
         made = set(sa.inspect(log.tables.engine).get_table_names())
     assert VERSION_TABLE in made
-    named = set(TABLE_NAME.findall(section(README, "### Schema and migrations")))
+    named = set(TABLE_NAME.findall(section(LOG_DOC, "## Schema and migrations")))
     assert named == made
 
 
@@ -120,3 +129,62 @@ def test_every_plugins_listing_in_the_docs_shows_the_built_ins_that_load() -> No
             if source.startswith(BUILT_IN)
         }
         assert shown == expected
+
+
+# --- links -----------------------------------------------------------------------------------
+
+
+def anchor(title: str) -> str:
+    """The anchor GitHub gives a heading: its text in lower case, without markup or
+    punctuation but hyphens and underscores, spaces made hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title).replace("`", "").lower()
+    kept = "".join(c for c in text if c in "-_ " or unicodedata.category(c)[0] in "LN")
+    return kept.replace(" ", "-")
+
+
+def anchors(document: Path) -> set[str]:
+    """The anchors of a document's headings; a repeated one gets -1, -2, ... as on GitHub."""
+    found: set[str] = set()
+    for match in HEADING.finditer(FENCE.sub("", document.read_text(encoding="utf-8"))):
+        base = anchor(match["title"])
+        name, number = base, 0
+        while name in found:
+            number += 1
+            name = f"{base}-{number}"
+        found.add(name)
+    return found
+
+
+def relative_links(document: Path) -> list[str]:
+    text = FENCE.sub("", document.read_text(encoding="utf-8"))
+    text = re.sub(r"`[^`\n]*`", "", text)  # a link shown in code is no link
+    return [m["target"] for m in LINK.finditer(text) if not EXTERNAL.match(m["target"])]
+
+
+def test_the_link_checks_read_headings_as_github_does() -> None:
+    assert anchor("`resolve_principal(scope)`") == "resolve_principalscope"
+    assert anchor("The built-in `publish_guard`") == "the-built-in-publish_guard"
+    assert anchor("Held to the gateway's finish guards") == "held-to-the-gateways-finish-guards"
+    assert anchor("2. Move the event writes to the log") == "2-move-the-event-writes-to-the-log"
+    assert "adopting-gateway_kit-one-route-at-a-time" in anchors(README)
+    assert any("#" in link for link in relative_links(README))
+
+
+def test_every_relative_link_leads_to_a_file_and_a_heading_it_has() -> None:
+    broken = []
+    for document in DOCUMENTS:
+        for link in relative_links(document):
+            path, _, fragment = link.partition("#")
+            target = (document.parent / path).resolve() if path else document
+            if not target.exists():
+                broken.append(f"{document.name}: {link} (no such file)")
+            elif fragment and target.suffix == ".md" and fragment not in anchors(target):
+                broken.append(f"{document.name}: {link} (no such heading)")
+    assert not broken, f"links that lead nowhere: {broken}"
+
+
+def test_the_readme_links_every_page_of_docs() -> None:
+    linked = {(README.parent / link.partition("#")[0]).resolve() for link in relative_links(README)}
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert len(pages) > 10
+    assert [page.name for page in pages if page.resolve() not in linked] == []

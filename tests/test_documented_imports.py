@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PYTHON_BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
-# Not after a dot: `httpx.Request` and `respx.Router` say whose class they are; not after a
-# hyphen: `X-Tmux-Session-Id` is a header's name.
-CLASS_NAME = re.compile(r"(?<![.\w-])[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*\b")
+# Not after a dot: `httpx.Request` and `respx.Router` say whose class they are; not beside a
+# hyphen: `X-Tmux-Session-Id` and `Retry-After` are headers' names.
+CLASS_NAME = re.compile(r"(?<![.\w-])[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*\b(?!-)")
 
 
 def python_blocks(document: Path) -> list[str]:
