@@ -15,7 +15,7 @@ OLDER_REVISION = "0013"
 
 
 def said(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "gateway_kit.log"]
+    return [r.getMessage() for r in caplog.records if r.name == "gateway_kit.log.migrate"]
 
 
 def test_a_new_database_is_said_to_get_its_schema(

@@ -145,7 +145,7 @@ def test_a_claim_loses_to_an_event_written_first_and_records_no_run(log: EventLo
 def test_a_write_with_no_owner_is_told_once_per_stream(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="gateway_kit.access")
+    caplog.set_level(logging.WARNING, logger="gateway_kit.identity.owners")
     for _ in range(3):
         with owned_run(log, stream="nobodys") as run:
             run.append("Message", {"text": "x"})
@@ -206,7 +206,7 @@ def test_a_stream_appended_with_no_owner_is_told_once_when_it_is_refused(
 ) -> None:
     """An app appending with `EventLog.append` names no owner: the first refused read or start
     says why nobody may read the stream, and how to declare its owner; later ones add nothing."""
-    caplog.set_level(logging.WARNING, logger="gateway_kit.access")
+    caplog.set_level(logging.WARNING, logger="gateway_kit.identity.owners")
 
     async def main() -> None:
         async with site(sqlite_url) as s:

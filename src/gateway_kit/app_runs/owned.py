@@ -44,7 +44,7 @@ from ..settings import check_seconds
 from .guards import FollowUp, RunGuards, TurnGuards
 from .lease_names import lease_name
 
-logger = logging.getLogger("gateway_kit.runs")
+logger = logging.getLogger(__name__)
 
 # An exception's text beyond this is cut from the run's Error.
 MAX_ERROR_CHARS = 4000

@@ -25,7 +25,7 @@ from ..log.transaction import Transaction
 from ..settings import DEFAULT_OWNED_RUN_SWEEP_INTERVAL
 from .lease_names import LEASE_PREFIX, owned_run_of
 
-logger = logging.getLogger("gateway_kit.runs")
+logger = logging.getLogger(__name__)
 
 OWNER_STOPPED_ERROR = (
     "the process writing this run stopped: its lease expired at {expired_at} and was not renewed"

@@ -31,7 +31,7 @@ from .rules import sending
 from .service import ApprovalService
 from .store import Changed
 
-logger = logging.getLogger("gateway_kit.approvals")
+logger = logging.getLogger(__name__)
 
 ELICITATION_RESPONSE = "elicitationResponse"
 

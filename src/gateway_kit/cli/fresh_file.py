@@ -20,7 +20,7 @@ from sqlalchemy.engine import make_url
 
 from ..log.schema import EVENTS
 
-logger = logging.getLogger("gateway_kit.cli")
+logger = logging.getLogger(__name__)
 
 # The files SQLite keeps beside a database (write-ahead log, shared memory, rollback journal).
 COMPANIONS = ("", "-wal", "-shm", "-journal")

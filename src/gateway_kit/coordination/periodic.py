@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from ..exceptions import DatabaseUnavailable, LogClosed
 from ..log.reconnect import Backoff
 
-logger = logging.getLogger("gateway_kit.runs")
+logger = logging.getLogger(__name__)
 
 UNAVAILABLE_MAX_PAUSE = 5.0  # seconds between rounds at most while the database is away
 UNAVAILABLE = "%s: %s; trying again with growing pauses until the database is back"

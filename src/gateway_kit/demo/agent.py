@@ -34,7 +34,7 @@ from ..log.event import ERROR, FINISH
 from .approvals import APPROVED, ToolApprovalManager
 from .tasks import EventWriter, TaskFollowUp
 
-logger = logging.getLogger("gateway_kit.demo")
+logger = logging.getLogger(__name__)
 
 REPLY = (
     "You said: {message} — I am a fake agent. My reply streams in chunks, one event each, "

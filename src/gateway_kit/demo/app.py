@@ -62,7 +62,7 @@ from .legacy_sockets import LEGACY_SOCKETIO_PATH, LegacySocketTokens, legacy_soc
 from .secret import configured_key, process_key
 from .tasks import EventWriter, TaskStore, task_events
 
-logger = logging.getLogger("gateway_kit.demo")
+logger = logging.getLogger(__name__)
 
 DEFAULT_USERS = {"demo": "demo"}
 DEFAULT_CONVERSATION = "demo"

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from ..log import EventLog
 from ..log.schema import META
 
-logger = logging.getLogger("gateway_kit.demo")
+logger = logging.getLogger(__name__)
 
 SECRET_KEY_VAR = "GATEWAY_KIT_DEMO_SECRET_KEY"
 META_KEY = "demo_cookie_key"

@@ -45,7 +45,7 @@ from .settings import ExecutionSettings
 from .state import ExecutionState, Outcome, State, fold
 from .work import ActiveWork, Work
 
-logger = logging.getLogger("gateway_kit.heartbeat")
+logger = logging.getLogger(__name__)
 
 ALLOW = "allow"
 SKIP = "skip"

@@ -38,7 +38,7 @@ from ..log.reconnect import Backoff
 from .request_rows import RequestRows
 from .state import Outcome, RequestRecord
 
-logger = logging.getLogger("gateway_kit.heartbeat")
+logger = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 0.05
 DEFAULT_MAX_PENDING = 10_000

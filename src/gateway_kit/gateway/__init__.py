@@ -51,7 +51,7 @@ from .legacy import LegacySurfaces
 from .services import CookieLogins, build_plugins, build_services, cookie_logins
 from .stack import SOCKETIO_PATH, build_stack
 
-logger = logging.getLogger("gateway_kit")
+logger = logging.getLogger(__name__)
 
 ANONYMOUS_WARNING = (
     "allow_anonymous=True: requests without credentials are served as 'anonymous', allowed "

@@ -25,7 +25,7 @@ from ..exceptions import SettingsError
 from ..settings import normalize_path
 from ..streams.task_shape import EXAMPLE_SHAPE, TaskPollShape
 
-logger = logging.getLogger("gateway_kit")
+logger = logging.getLogger(__name__)
 
 TAKEN = "gateway_kit answers %s instead of the app: %s (legacy surface %r)"
 BAD_SHAPE = "LegacySurfaces(task_shape=...) must be a TaskPollShape, got {value!r}"

@@ -50,7 +50,7 @@ from ..upstream.pumps import PumpManager
 from ..usage import UsageLedger
 from ..wrapped import WrappedApp
 
-logger = logging.getLogger("gateway_kit")
+logger = logging.getLogger(__name__)
 
 BAD_COOKIE_LOGINS = (
     "cookie_logins answered %r, not (a FlaskSessionReader, an EndedLogins); logouts of the "

@@ -12,12 +12,15 @@ past its timeout asks no further plugin: nobody waits for its answer.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import PluginUnavailable
-from .policy import CURRENT_CALL, HUNG_HOW, RETRY, CallProgress, HookPolicy, logger
+from .policy import CURRENT_CALL, HUNG_HOW, RETRY, CallProgress, HookPolicy
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 32
 TOO_MANY_HUNG = (

@@ -10,6 +10,7 @@ deployment's plugins are asked before them. Any plugin can be blocked by name.
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,6 @@ from .policy import (
     CallProgress,
     HookFailed,
     Refused,
-    logger,
 )
 from .registry import Registry, hook_policy
 from .results import GuardFailure, GuardVeto, RecoveryPlan
@@ -44,6 +44,8 @@ from .threads import HookThreads, NotStarted
 
 if TYPE_CHECKING:
     from ..log.event import Event
+
+logger = logging.getLogger(__name__)
 
 # Threads for hooks that may block, counting only calls within their time (a hung call's
 # thread is replaced): a plugin stuck in one never holds up the log's readers.

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from ..exceptions import DatabaseUnavailable, PluginError
 
-logger = logging.getLogger("gateway_kit.plugins")
+logger = logging.getLogger(__name__)
 
 RAISED = "plugin %r raised in hook %s; counted as %r"
 NONSENSE = "plugin %r answered %r to hook %s, which expects %s; counted as %r"

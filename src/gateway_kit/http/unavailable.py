@@ -18,7 +18,7 @@ from ..exceptions import DatabaseUnavailable, PluginUnavailable
 from ..types import ASGIApp, Receive, Scope, Send
 from .errors import DATABASE_UNAVAILABLE, PLUGIN_UNAVAILABLE, send_error
 
-logger = logging.getLogger("gateway_kit")
+logger = logging.getLogger(__name__)
 
 # Seconds a client is told to wait: about the longest pause between two attempts to reconnect.
 RETRY_AFTER_SECONDS = 2

@@ -39,7 +39,7 @@ from ..settings import DEFAULT_CREDENTIAL_REFRESH_INTERVAL, DEFAULT_CREDENTIAL_S
 from .login_memory import LoginMemory, Unknown
 from .tables import api_tokens, revoked_logins
 
-logger = logging.getLogger("gateway_kit.access")
+logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 5.0
 STALE = "credentials could not be read from the database for {age:.1f} s; try again shortly"

@@ -26,7 +26,7 @@ from ..log.schema import EVENTS, STREAM_LOCK_CLASS
 from .tables import stream_owners
 from .tokens import check_user_id
 
-logger = logging.getLogger("gateway_kit.access")
+logger = logging.getLogger(__name__)
 
 UNOWNED_WRITE = (
     "stream %r is written with no owner: nobody may read it (and no run can take it) until "

@@ -40,7 +40,7 @@ from .sqlite import SQLiteBackend
 from .tables import Tables
 from .transaction import Transaction
 
-logger = logging.getLogger("gateway_kit.log")
+logger = logging.getLogger(__name__)
 
 DEFAULT_READ_LIMIT = 1000
 FIELDS = frozenset({"stream", "type", "data", "data_json", "run_id", "upstream_event_id"})

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from .database import configure_sqlite, driver_url
 from .schema import HEAD_REVISION, MIGRATION_LOCK_KEY, VERSION_TABLE
 
-logger = logging.getLogger("gateway_kit.log")
+logger = logging.getLogger(__name__)
 
 CREATING = "creating the schema of %s (revision %s)"
 UPGRADING = "upgrading the schema of %s from revision %s to %s"

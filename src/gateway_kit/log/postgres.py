@@ -60,7 +60,7 @@ from .schema import (
 )
 from .transaction import Transaction
 
-logger = logging.getLogger("gateway_kit.log")
+logger = logging.getLogger(__name__)
 
 # Rows of transactions older than every running one: no append still in flight can commit a
 # smaller seq, since appends take their transaction ids in seq order (migration 0004).

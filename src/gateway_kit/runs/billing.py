@@ -21,7 +21,7 @@ from ..hooks import Plugins
 from ..hooks.policy import HookFailed
 from .store import RunStore
 
-logger = logging.getLogger("gateway_kit.runs")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

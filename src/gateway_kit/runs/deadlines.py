@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .lifecycle import RunLifecycle
     from .lifecycle_settings import LifecycleSettings
 
-logger = logging.getLogger("gateway_kit.runs")
+logger = logging.getLogger(__name__)
 
 CANCEL_UNCONFIRMED = (
     "goose did not finish the run within {seconds:g} s of its cancel; the gateway ended it"

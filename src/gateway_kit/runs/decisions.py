@@ -38,7 +38,7 @@ from .vetoes import any_failed, flagged_finish, follow_up_started, guards_gave_u
 if TYPE_CHECKING:
     from .lifecycle import RunLifecycle
 
-logger = logging.getLogger("gateway_kit.runs")
+logger = logging.getLogger(__name__)
 
 RETRY_FAILED = "the recovery {kind!r} could not start: {error}"
 RECOVERY_SPENT = "run %s: recovery %r was already used (%d time(s))"

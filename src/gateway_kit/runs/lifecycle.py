@@ -41,7 +41,7 @@ from .reading import read_all
 from .store import RunStore, write_ending
 from .usage import COUNTED, run_usage
 
-logger = logging.getLogger("gateway_kit.runs")
+logger = logging.getLogger(__name__)
 
 STALE_FAILURE = "run %s: request %s was already replaced when it failed upstream: %s"
 NOT_SENT_YET = "run %s: request %s waits out its backoff, goose has not got it yet: %s"

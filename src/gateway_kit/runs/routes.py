@@ -72,7 +72,7 @@ from .service import NO_RUN, RunService
 from .store import TooManyActiveRuns
 from .vetoes import GUARD_FAILED_FLAG
 
-logger = logging.getLogger("gateway_kit.heartbeat")
+logger = logging.getLogger(__name__)
 
 RUN_ACTIVE = "run_active"
 TOO_MANY_RUNS = "too_many_runs"

@@ -15,7 +15,7 @@ from typing import Any
 from ..hooks.results import GuardFailure, GuardVeto
 from .events import GUARD_FAILED
 
-logger = logging.getLogger("gateway_kit.runs")
+logger = logging.getLogger(__name__)
 
 # The key of a run's Finish data that says its guards gave up.
 GUARD_FAILED_FLAG = "guard_failed"

@@ -48,7 +48,7 @@ from ..streams.fanout import STOP_OVERFLOW, Hub, Subscription
 from ..streams.request import Cursor
 from .outbox import Outboxes
 
-logger = logging.getLogger("gateway_kit.sockets")
+logger = logging.getLogger(__name__)
 
 REPLAY_PAGE = 500
 

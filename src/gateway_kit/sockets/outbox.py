@@ -20,7 +20,7 @@ from typing import Any
 
 from engineio import packet as engineio_packet
 
-logger = logging.getLogger("gateway_kit.sockets")
+logger = logging.getLogger(__name__)
 
 NAMESPACE = "/"
 

@@ -25,7 +25,7 @@ from ..log import EventLog
 from ..principal import Principal
 from .tables import socket_connections, socket_subscriptions
 
-logger = logging.getLogger("gateway_kit.sockets")
+logger = logging.getLogger(__name__)
 
 LEASE_PREFIX = "socket-process:"
 

@@ -70,7 +70,7 @@ from .outbox import Outboxes
 from .packets import GatewayPacket
 from .presence import Presence
 
-logger = logging.getLogger("gateway_kit.sockets")
+logger = logging.getLogger(__name__)
 
 SOCKETIO_PATH = "/socket.io"
 DEFAULT_CHECK_INTERVAL = 1.0  # seconds between looks for revoked credentials

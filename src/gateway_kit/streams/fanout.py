@@ -26,7 +26,7 @@ from ..exceptions import DatabaseUnavailable, LogClosed
 from ..log import Event, EventLog
 from .sse import frame
 
-logger = logging.getLogger("gateway_kit.streams")
+logger = logging.getLogger(__name__)
 
 READ_BATCH = 1000
 RETRY_DELAYS = (0.5, 1.0, 2.0, 5.0)

@@ -43,7 +43,7 @@ from .runindex import RunEntry
 from .service import StreamService, log_unavailable, service_of
 from .task_shape import EXAMPLE_SHAPE, RUNNING, PolledTask, TaskEvent, TaskPollShape
 
-logger = logging.getLogger("gateway_kit.streams")
+logger = logging.getLogger(__name__)
 
 MAX_EVENTS = 20_000
 BAD_OFFSET = "{name} must be a non-negative integer index, got {value}"

@@ -58,7 +58,7 @@ from .fanout import STOP_OVERFLOW, Subscription
 from .revocation import STOP_REVOKED
 from .sse import PING, SSE_HEADERS, frame_chunks
 
-logger = logging.getLogger("gateway_kit.streams")
+logger = logging.getLogger(__name__)
 
 REPLAY_PAGE = 1000
 # A replay page is written in chunks of about this size: one write for a page of small events,

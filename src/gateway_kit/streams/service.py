@@ -31,7 +31,7 @@ from .runindex import RunEntry, RunIndex
 from .shutdown import ShutdownWatch
 from .sse import reset_frame
 
-logger = logging.getLogger("gateway_kit.streams")
+logger = logging.getLogger(__name__)
 
 SHUTTING_DOWN = "shutting_down"
 LOG_UNAVAILABLE = "log_unavailable"

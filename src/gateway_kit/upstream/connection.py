@@ -33,7 +33,7 @@ from .goose_frames import ACTIVE_REQUESTS_TYPE, GOOSE_ERROR, GOOSE_FINISH, Upstr
 from .prefetch import ReadAhead
 from .translator import is_duplicate
 
-logger = logging.getLogger("gateway_kit.upstream")
+logger = logging.getLogger(__name__)
 
 LOST_RUN_ERROR = "the upstream lost this run: goose no longer knows request {request_id}"
 RECOVERED_TYPE = "UpdateConversation"

@@ -55,7 +55,7 @@ from .goose_frames import UpstreamFrame
 from .translator import ResumePlan, plan_resume
 from .watchers import PumpWatcher
 
-logger = logging.getLogger("gateway_kit.upstream")
+logger = logging.getLogger(__name__)
 
 UNREACHABLE_ERROR = "the upstream stayed unreachable for {seconds:g} s; the run was abandoned"
 CUT_STREAM_ERROR = (

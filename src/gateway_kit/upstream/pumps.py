@@ -32,7 +32,7 @@ from .goose import GooseUpstream
 from .pump import PumpSettings, SessionPump
 from .watchers import PumpWatcher
 
-logger = logging.getLogger("gateway_kit.upstream")
+logger = logging.getLogger(__name__)
 
 LEASE_PREFIX = "pump:"
 PUMP_FAILED_ERROR = "the session pump failed {count} times in a row; the last failure: {error}"
