@@ -28,7 +28,7 @@ from gateway_kit.hooks import PluginContext
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.usage import UsageLedger, entry_of
 
-logger = logging.getLogger("gateway_kit.usage")
+logger = logging.getLogger("gateway_kit.plugins.usage_ledger")
 
 NO_SETTINGS = "usage_ledger takes no settings, got {names}"
 NOBODY_TO_BILL = "run %s of stream %r is not in the usage ledger: the stream has no owner"

@@ -101,17 +101,17 @@ def test_tmux_failing_is_a_skip_logged_with_the_plugins_name(
 ) -> None:
     failure = TmuxError("no tmux session named 'agent-9'")
     plugin, _ = fallback(*([IDLE, failure] if second else [failure]))
-    with caplog.at_level(logging.WARNING, logger="gateway_kit.heartbeat"):
+    with caplog.at_level(logging.WARNING, logger="gateway_kit.plugins.tmux_pane"):
         assert plugin.heartbeat_fallback("agent-9") == "skip"
     [record] = caplog.records
-    assert record.name == "gateway_kit.heartbeat"
+    assert record.name == "gateway_kit.plugins.tmux_pane"
     assert "tmux_pane" in record.getMessage()
     assert "no tmux session named 'agent-9'" in record.getMessage()
 
 
 def test_each_reading_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
     plugin, _ = fallback(BUSY)
-    with caplog.at_level(logging.DEBUG, logger="gateway_kit.heartbeat"):
+    with caplog.at_level(logging.DEBUG, logger="gateway_kit.plugins.tmux_pane"):
         plugin.heartbeat_fallback("agent-1")
     [message] = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert "busy" in message and "claude_code" in message and "claude_code.busy.elapsed" in message

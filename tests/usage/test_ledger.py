@@ -146,7 +146,7 @@ def test_a_run_of_a_stream_with_no_owner_is_left_out_and_named(
     log: EventLog, caplog: pytest.LogCaptureFixture
 ) -> None:
     gateway = Gateway(log=log, load_entry_points=False, allow_anonymous=True)
-    with caplog.at_level(logging.WARNING, logger="gateway_kit.usage"):
+    with caplog.at_level(logging.WARNING, logger="gateway_kit.plugins.usage_ledger"):
         deliver(gateway, ended("r-nobody", "unowned"), usage(4, 4))
     assert entries(log) == []
     assert "run r-nobody of stream 'unowned'" in caplog.text

@@ -61,7 +61,7 @@ from .settings import CLAIM_PHRASES, GuardSettings, parse_settings
 
 __all__ = ["CLAIM_PHRASES", "PublishGuard"]
 
-logger = logging.getLogger("gateway_kit.plugins")
+logger = logging.getLogger("gateway_kit.plugins.publish_guard")
 
 MISSING = (
     "pages or files your answer points to are missing from the public folder (or are empty "

@@ -36,7 +36,7 @@ from .settings import PaneSettings, parse_settings
 
 __all__ = ["PATTERNS_VERSION", "TmuxPaneFallback"]
 
-logger = logging.getLogger("gateway_kit.heartbeat")
+logger = logging.getLogger("gateway_kit.plugins.tmux_pane")
 
 NAME = "tmux_pane"
 UNREADABLE = "%s: session %r: the pane cannot be read, so it is not idle: %s"
