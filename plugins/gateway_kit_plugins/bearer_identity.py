@@ -1,8 +1,8 @@
 """Principals from ``Authorization: Bearer gk_...`` API tokens (method ``bearer``).
 
 Tokens are made with ``gateway-kit tokens create USER [--scope S]`` and stored hashed
-(`gateway_kit.access.ApiTokens`), and checked from this process's memory of them, which reads
-what changed every half second: a revoked one is refused within that, in every process
+(`gateway_kit.identity.tokens.ApiTokens`), and checked from this process's memory of them, which
+reads what changed every half second: a revoked one is refused within that, in every process
 (`DatabaseUnavailable` when that memory could not be read for too long). A Bearer value that is not
 such a token is left to the other resolvers, and refused (401) when none takes it.
 """

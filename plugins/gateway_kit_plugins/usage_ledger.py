@@ -8,8 +8,9 @@ adds nothing. ``GET {prefix}/usage`` and ``gateway-kit bills --user USER`` read 
 It is on by default and takes no settings; ``Gateway(block_plugins=["usage_ledger"])`` turns
 it off (the bills are still kept in the outbox, and your own ``bill_run`` still gets them).
 
-A run is billed to its stream's owner (`gateway_kit.access.StreamOwners`). A stream with no
-owner has nobody to bill: its bill is left out of the ledger, with a warning naming the run.
+A run is billed to its stream's owner (`gateway_kit.identity.owners.StreamOwners`). A stream
+with no owner has nobody to bill: its bill is left out of the ledger, with a warning naming the
+run.
 
 Marked ``trylast``: a deployment's own ``bill_run`` (an invoice system, say) is called first;
 whichever raises has the bill delivered again later, with the same key, and the ledger still
