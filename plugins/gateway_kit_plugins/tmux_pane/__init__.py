@@ -9,7 +9,7 @@ knows nothing about, and as the last word before any heartbeat is allowed.
 - idle at an empty prompt → wait ``hold`` seconds and look again: idle again, with the screen
   unchanged, → ``"allow"``; anything else → ``"skip"`` (the agent was just waking up);
 - a screen it does not recognize, a session that does not exist, tmux failing → ``"skip"``:
-  what cannot be read as idle might be a prompt (logged on ``gateway_kit.heartbeat``).
+  what cannot be read as idle might be a prompt (logged on ``gateway_kit.plugins.tmux_pane``).
 
 Switched off (``enabled: false``), it answers ``None``: the gateway then decides from the
 traffic alone.
