@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, sync_playwright
 from gateway_kit import EventLog
 from gateway_kit.identity.tokens import ApiTokens
 
-from .test_event_source_resumes import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM, Server, free_port
+from .demo_server import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM, Server, free_port
 
 
 @pytest.fixture

@@ -27,12 +27,7 @@ from gateway_kit import EventLog
 from gateway_kit.approvals import ApprovalStore
 from gateway_kit.demo.goose import SHELL_TOOL
 
-from .test_event_source_resumes import (
-    STREAM,
-    WAIT_MS,
-    Server,
-    open_conversation,
-)
+from .demo_server import STREAM, WAIT_MS, Server, open_conversation
 
 COMMAND = "rm -rf build"
 FINAL_WORDS = f"what came of `{COMMAND}`."

@@ -9,12 +9,7 @@ from playwright.sync_api import Browser, Page
 
 from gateway_kit import EventLog
 
-from .test_event_source_resumes import (
-    STREAM,
-    WAIT_MS,
-    Server,
-    open_conversation,
-)
+from .demo_server import STREAM, WAIT_MS, Server, open_conversation
 
 MESSAGES = 60  # many more bubbles than a window holds
 LOGIN_HINT = "(log in first)"

@@ -15,111 +15,24 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
-import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from gateway_kit import EventLog
-from gateway_kit.identity.tokens import ApiTokens
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-NO_CHROMIUM = (
-    f"{CHROMIUM} is missing: install Debian's chromium (scripts/test does, as root); "
-    "this test never skips"
+from .demo_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    NO_CHROMIUM,
+    STREAM,
+    WAIT_MS,
+    Server,
+    open_conversation,
 )
-STREAM = "conv-browser"
+
 BATCH = 25
-START_TIMEOUT = 30.0
-WAIT_MS = 30_000
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Server:
-    """`gateway-kit serve` of the demo's gateway, in a subprocess on a fixed port."""
-
-    def __init__(self, db_url: str, port: int, output: Path) -> None:
-        self.db_url, self.port, self.output = db_url, port, output
-        self.process: subprocess.Popen[bytes] | None = None
-        self.token = ""
-
-    @property
-    def auth(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.token}"}
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        command = [sys.executable, "-m", "gateway_kit.cli", "serve"]
-        command += ["gateway_kit.demo.gateway:app", "--db", self.db_url, "--port", str(self.port)]
-        with self.output.open("ab") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, f"the server exited:\n{self.output.read_text()}"
-            try:
-                if httpx.get(f"{self.url}/login").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"the server did not start:\n{self.output.read_text()}")
-
-    def kill(self) -> int:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        return self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    server = Server(f"sqlite:///{tmp_path}/gateway.db", free_port(), tmp_path / "server.log")
-    with EventLog(server.db_url) as log:  # the test's own reads go as the demo's user
-        server.token = ApiTokens(log).create("demo")[1]
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
-
-
-def open_conversation(page: Page, server: Server) -> None:
-    """Log in on the demo's login page, which then shows the conversation, live."""
-    page.goto(f"{server.url}/login?next=/conversations/{STREAM}")
-    page.fill("input[name=username]", "demo")
-    page.fill("input[name=password]", "demo")
-    page.click("form button")
-    page.wait_for_url(f"{server.url}/conversations/{STREAM}")
-    page.wait_for_function("document.getElementById('state').className === 'live'")
-    page.wait_for_function("document.getElementById('socket-state').className === 'live'")
 
 
 def received(page: Page) -> list[dict[str, object]]:
@@ -141,19 +54,19 @@ def append_batch(log: EventLog, start: int) -> int:
     return start + BATCH
 
 
-def wait_until_ended(server: Server, page: Page) -> None:
+def wait_until_ended(demo: Server, page: Page) -> None:
     """Until the run of the page's newest event is recorded as no longer active."""
     run_id = page.evaluate("window.gatewayEvents.at(-1).run_id")
     deadline = time.monotonic() + WAIT_MS / 1000
-    run_url = f"{server.url}/gateway/runs/{run_id}"
-    while httpx.get(run_url, headers=server.auth).json()["status"] == "active":
+    run_url = f"{demo.url}/gateway/runs/{run_id}"
+    while httpx.get(run_url, headers=demo.auth).json()["status"] == "active":
         assert time.monotonic() < deadline, f"run {run_id} never ended"
         time.sleep(0.05)
 
 
-def wait_until_caught_up(server: Server, page: Page) -> None:
+def wait_until_caught_up(demo: Server, page: Page) -> None:
     """Until the page has shown the newest event the log holds of its stream now."""
-    with EventLog(server.db_url) as log:
+    with EventLog(demo.db_url) as log:
         newest = log.latest(STREAM)
     assert newest is not None, "the stream is empty"
     page.wait_for_function(
@@ -161,20 +74,20 @@ def wait_until_caught_up(server: Server, page: Page) -> None:
     )
 
 
-def test_the_page_gets_every_event_once_in_order_across_a_server_kill(server: Server) -> None:
+def test_the_page_gets_every_event_once_in_order_across_a_server_kill(demo: Server) -> None:
     assert os.path.exists(CHROMIUM), NO_CHROMIUM
-    with EventLog(server.db_url) as log, sync_playwright() as playwright:
+    with EventLog(demo.db_url) as log, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            open_conversation(page, server)
+            open_conversation(page, demo)
 
             sent = append_batch(log, 0)
             wait_for_event(page, sent - 1)
             sent = append_batch(log, sent)  # the server is sending these when it is killed
-            assert server.kill() == -signal.SIGKILL
+            assert demo.kill() == -signal.SIGKILL
             sent = append_batch(log, sent)  # written while no server runs
-            server.start()
+            demo.start()
             sent = append_batch(log, sent)
             wait_for_event(page, sent - 1)
             page.wait_for_function(
@@ -203,13 +116,13 @@ def transcript(page: Page) -> list[tuple[str, str]]:
     return [(kind, text) for kind, text in rows]
 
 
-def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(server: Server) -> None:
+def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(demo: Server) -> None:
     assert os.path.exists(CHROMIUM), NO_CHROMIUM
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            open_conversation(page, server)
+            open_conversation(page, demo)
             page.fill("#run-message", "hello from the browser")
             page.click("#run button:not(#cancel)")
             page.wait_for_function(
@@ -219,7 +132,7 @@ def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(server: Server) 
             finished = transcript(page)
             # The run is recorded as ended just after its Finish reaches the page; a second run
             # started in between would be refused (409).
-            wait_until_ended(server, page)
+            wait_until_ended(demo, page)
 
             page.fill("#run-message", "stop me")
             page.click("#run button:not(#cancel)")
@@ -231,8 +144,8 @@ def test_the_page_runs_and_cancels_turns_on_the_simulated_goose(server: Server) 
             )
             # Anything the run wrote after its Finish would be in the log once it has ended:
             # the page shows all of that, then it is looked at.
-            wait_until_ended(server, page)
-            wait_until_caught_up(server, page)
+            wait_until_ended(demo, page)
+            wait_until_caught_up(demo, page)
             cancelled = transcript(page)[len(finished) :]
             cancel_enabled = page.evaluate("!document.getElementById('cancel').disabled")
         finally:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .test_serve_demo import EXE, free_port, read_banner, running, stop
+from .commands import EXE, free_port, read_banner, running, stop
 
 SHELL_TIMEOUT = 60.0
 

@@ -9,7 +9,7 @@ import httpx
 
 from gateway_kit.app_runs.sweeper import OWNER_STOPPED_ERROR
 
-from .test_serve_demo import (
+from .commands import (
     EXE,
     STOP_TIMEOUT,
     STREAM_TIMEOUT,

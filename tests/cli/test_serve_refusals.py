@@ -16,7 +16,7 @@ import pytest
 from gateway_kit import EventLog
 from gateway_kit.cli import main
 
-from .test_serve_demo import EXE, free_port, running, stop, wait_until_serving
+from .commands import EXE, free_port, running, stop, wait_until_serving
 
 MODULE = """
 import os

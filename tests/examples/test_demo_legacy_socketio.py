@@ -13,7 +13,7 @@ from gateway_kit.demo.gateway import build_demo
 from gateway_kit.settings import DEFAULT_WSGI_WORKERS
 from tests.support.serving import serve_in_thread
 
-from .test_legacy_sockets import connect
+from .legacy_clients import connect
 
 LONG_POLLS = DEFAULT_WSGI_WORKERS + 5
 FLASK_ANSWER_BOUND = 5.0  # seconds: generous for a page Flask answers at once

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,11 +25,15 @@ from tests.support.legacy_paths import EXAMPLE_LEGACY
 from tests.support.owned_runs import lease_count
 from tests.support.postgres import PG_URL
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_legacy"
-CONVERSATION = "conv-legacy"
-MAX_POLLS = 500
-POLL_PAUSE = 0.01
-Answer = dict[str, Any]
+from .legacy_clients import (
+    CONVERSATION,
+    EXAMPLE,
+    Answer,
+    log_in,
+    poll_until_done,
+    start_task,
+    transcript,
+)
 
 
 def gateway_over(log: EventLog, *, events_in_log: bool) -> Gateway:
@@ -49,37 +52,6 @@ def with_client(gateway: Gateway, body: Callable[[httpx.AsyncClient], Awaitable[
     return asyncio.run(main())
 
 
-async def log_in(client: httpx.AsyncClient) -> None:
-    answer = await client.post("/login", json={"username": "demo", "password": "demo"})
-    assert answer.status_code == 200, answer.text
-
-
-async def start_task(client: httpx.AsyncClient, message: str) -> str:
-    answer = await client.post(
-        "/api/tasks", json={"conversation_id": CONVERSATION, "message": message}
-    )
-    assert answer.status_code == 200, answer.text
-    body = answer.json()
-    assert body["conversation_id"] == CONVERSATION and body["status"] == "running"
-    task_id: str = body["task_id"]
-    return task_id
-
-
-async def poll_until_done(client: httpx.AsyncClient, task_id: str) -> list[Answer]:
-    """What a legacy client does: poll from `next_offset` until the status is not running."""
-    answers: list[Answer] = []
-    offset = 0
-    for _ in range(MAX_POLLS):
-        answer = await client.get(f"/api/tasks/{task_id}", params={"from": offset})
-        assert answer.status_code == 200, answer.text
-        answers.append(answer.json())
-        offset = answers[-1]["next_offset"]
-        if answers[-1]["status"] != "running":
-            return answers
-        await asyncio.sleep(POLL_PAUSE)
-    raise AssertionError(f"task {task_id} still running after {MAX_POLLS} polls")
-
-
 def legacy_session(gateway: Gateway, message: str) -> tuple[str, list[Answer], list[Answer]]:
     """Log in, run a task to its end; then its answers, and re-polls from 0, 3 and past the end."""
 
@@ -96,15 +68,6 @@ def legacy_session(gateway: Gateway, message: str) -> tuple[str, list[Answer], l
 
     result: tuple[str, list[Answer], list[Answer]] = with_client(gateway, body)
     return result
-
-
-def transcript(answers: list[Answer]) -> list[tuple[int, str, dict[str, Any]]]:
-    """Every event handed to the client: (idx, type, data without the random message id)."""
-    return [
-        (e["idx"], e["type"], {k: v for k, v in e["data"].items() if k != "message_id"})
-        for answer in answers
-        for e in answer["events"]
-    ]
 
 
 def expected_transcript(message: str, ending: tuple[str, dict[str, Any]]) -> list[Any]:

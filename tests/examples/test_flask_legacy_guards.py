@@ -19,7 +19,7 @@ from gateway_kit_plugins.publish_guard import MISSING
 from gateway_kit.demo.agent import reply_chunks
 from tests.support.serving import serve_in_thread
 
-from .test_flask_legacy import EXAMPLE, Answer, log_in, poll_until_done, start_task, transcript
+from .legacy_clients import EXAMPLE, Answer, log_in, poll_until_done, start_task, transcript
 
 USER = "demo"  # who `log_in` logs in: the conversation's owner, whose folder the guard checks
 NOT_THERE = MISSING.format(tool="write_file")  # the built-in guard's reason

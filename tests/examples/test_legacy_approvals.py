@@ -31,7 +31,7 @@ from tests.support.serving import serve_in_thread
 from tests.support.upstream import FAST
 from tests.support.waiting import until, wait_until
 
-from .test_flask_legacy import CONVERSATION, log_in, poll_until_done, start_task
+from .legacy_clients import CONVERSATION, log_in, poll_until_done, start_task
 
 SECRET = "the-key-every-process-of-the-app-shares"
 STREAM = "conv"

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from typing import Any
 
-import aiohttp
 import httpx
 import pytest
-import socketio
 from a2wsgi import WSGIMiddleware
 
 from gateway_kit import EventLog, Gateway, LegacySurfaces
@@ -18,48 +15,14 @@ from gateway_kit.identity.tokens import ApiTokens
 from tests.support.flask_site import USERS, flask_app
 from tests.support.serving import serve_in_thread
 
+from .legacy_clients import connect
+
 
 async def logged_in(base: str) -> httpx.AsyncClient:
     client = httpx.AsyncClient(base_url=base)
     answer = await client.post("/login", json={"username": "alice", "password": USERS["alice"]})
     assert answer.status_code == 200, answer.text
     return client
-
-
-async def connect(
-    base: str, path: str, auth: Any, cookies: httpx.Cookies | None, transport: str = "websocket"
-) -> str | None:
-    """Connect a Socket.IO client; None when it connected, else the refusal it was told."""
-    async with aiohttp.ClientSession() as session:  # closed here, long-polling's pool too
-        return await _connect(session, base, path, auth, cookies, transport)
-
-
-async def _connect(
-    session: aiohttp.ClientSession,
-    base: str,
-    path: str,
-    auth: Any,
-    cookies: httpx.Cookies | None,
-    transport: str,
-) -> str | None:
-    client = socketio.AsyncClient(reconnection=False, http_session=session)
-    refusals: list[Any] = []
-    client.on("connect_error", refusals.append)
-    cookie = "; ".join(f"{k}={v}" for k, v in (cookies or {}).items())
-    try:
-        await client.connect(
-            base,
-            socketio_path=path,
-            auth=auth,
-            headers={"cookie": cookie} if cookie else {},
-            transports=[transport],
-            wait_timeout=10,
-        )
-    except socketio.exceptions.ConnectionError as exc:
-        reason = refusals[-1] if refusals else exc
-        return str(reason.get("message") if isinstance(reason, dict) else reason)
-    await client.disconnect()
-    return None
 
 
 # python-socketio's long-polling client, disconnecting while a poll is pending, drops an aiohttp

@@ -30,7 +30,7 @@ from tests.support.raw_requests import (
 )
 from tests.support.waiting import until
 
-from .test_surface_properties import Requests, calls, gateway_routes
+from .request_strategies import Requests, calls, gateway_routes
 
 EXAMPLES = 100
 HUNG = "hung-directory"

@@ -118,3 +118,9 @@ def configured(log: EventLog, tmp_path: Path, **settings: Any) -> PublishGuard:
     guard = PublishGuard()
     guard.configure_plugin({"public_root": template(tmp_path), **settings}, PluginContext(log=log))
     return guard
+
+
+def options(tmp_path: Path, **settings: Any) -> dict[str, Any]:
+    return {
+        "plugin_config": {NAME: {"public_root": template(tmp_path), **settings}},
+    }

@@ -29,11 +29,11 @@ from .publish import (
     goose_confirmation,
     goose_text,
     goose_tool_call,
+    options,
     page,
     public_root,
     run_events,
 )
-from .test_publish_guard_runs import options
 
 STREAM = "conv"
 HTML = page()

@@ -21,8 +21,16 @@ from gateway_kit import Event, EventLog, LifecycleSettings, StreamOwners
 from gateway_kit.testing import FakeGoose, Turn
 from tests.support.runs import bound_session, gateway_client, run_types, start_run, wait_status
 
-from .publish import OWNER, configured, goose_text, goose_tool_call, page, public_root, run_events
-from .test_publish_guard_runs import options
+from .publish import (
+    OWNER,
+    configured,
+    goose_text,
+    goose_tool_call,
+    options,
+    page,
+    public_root,
+    run_events,
+)
 
 STREAM = "conv"
 

@@ -15,15 +15,9 @@ from gateway_kit.testing import FakeGoose, Turn
 from tests.support.runs import bound_session, gateway_client, run_types, start_run, wait_status
 from tests.support.upstream import until
 
-from .publish import NAME, OWNER, claiming, page, public_root, template
+from .publish import OWNER, claiming, options, page, public_root
 
 STREAM = "conv"  # the stream of `bound_session`
-
-
-def options(tmp_path: Path, **settings: Any) -> dict[str, Any]:
-    return {
-        "plugin_config": {NAME: {"public_root": template(tmp_path), **settings}},
-    }
 
 
 def prompt_of(fake: FakeGoose, number: int) -> str:

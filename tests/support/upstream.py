@@ -141,3 +141,11 @@ async def harness(
     finally:
         await client.aclose()
         log.close()
+
+
+def goose_ids(events: list[Event]) -> list[int]:
+    return [int(e.upstream_event_id) for e in events if e.upstream_event_id is not None]
+
+
+def types(events: list[Event]) -> list[str]:
+    return [e.type for e in events]

@@ -6,18 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from gateway_kit import Event
 from gateway_kit.runs.model import RunStatus
 from gateway_kit.testing import Turn
-from tests.support.upstream import STREAM, harness
-
-
-def goose_ids(events: list[Event]) -> list[int]:
-    return [int(e.upstream_event_id) for e in events if e.upstream_event_id is not None]
-
-
-def types(events: list[Event]) -> list[str]:
-    return [e.type for e in events]
+from tests.support.upstream import STREAM, goose_ids, harness, types
 
 
 def test_a_run_lands_in_the_log_with_goose_ids_and_ends(log_url: str) -> None:

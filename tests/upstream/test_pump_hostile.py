@@ -16,9 +16,7 @@ from gateway_kit.testing.event_stream import SSE_HEADERS
 from gateway_kit.testing.records import EventsCall
 from gateway_kit.types import Receive, Send
 from gateway_kit.upstream.pump import PumpSettings
-from tests.support.upstream import STREAM, harness
-
-from .test_pump import types
+from tests.support.upstream import STREAM, harness, types
 
 LIVE_WAIT = 0.3
 # What httpx raises when a chunked body stops before its end (the peer closed the socket).

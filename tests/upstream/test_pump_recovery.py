@@ -10,9 +10,7 @@ from gateway_kit.runs.model import RunStatus
 from gateway_kit.testing import Turn
 from gateway_kit.upstream.connection import LOST_RUN_ERROR
 from gateway_kit.upstream.translator import goose_id_at
-from tests.support.upstream import STREAM, harness
-
-from .test_pump import goose_ids, types
+from tests.support.upstream import STREAM, goose_ids, harness, types
 
 
 def test_a_run_goose_no_longer_lists_is_ended_as_lost(log_url: str) -> None:
