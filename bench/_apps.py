@@ -61,10 +61,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
+from gateway_kit.bindings.claims import claims_of
 from gateway_kit.demo import create_app
 from gateway_kit.demo.app import TASKS_EXTENSION, current_user
 from gateway_kit.demo.tasks import TaskStore
-from gateway_kit.execution.claims import claims_of
 from gateway_kit.principal import ANONYMOUS
 
 WSGI_WORKERS = 10  # a2wsgi threads, the same for every WSGI app here (Gateway's default)

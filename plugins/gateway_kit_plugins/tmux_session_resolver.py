@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gateway_kit import hookimpl
-from gateway_kit.execution.bindings import TmuxBindings, bindings_of
-from gateway_kit.execution.names import is_tmux_session_id
+from gateway_kit.bindings.names import is_tmux_session_id
+from gateway_kit.bindings.tmux_sessions import TmuxBindings, bindings_of
 from gateway_kit.hooks import PluginContext
 from gateway_kit.http.request import query_params
 from gateway_kit.types import Scope

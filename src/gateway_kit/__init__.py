@@ -6,6 +6,7 @@ from .app_runs.sweeper import OwnedRunSweeper
 from .app_runs.sweeping import SweepOwnedRuns
 from .approvals import Approval, ApprovalService, ApprovalSettings
 from .approvals.routes import ApprovalRoutes
+from .bindings.claims import TmuxClaims
 from .exceptions import (
     ApprovalClosed,
     ApprovalError,
@@ -35,7 +36,6 @@ from .exceptions import (
     UpstreamTooFarBehind,
     UpstreamUnavailable,
 )
-from .execution.claims import TmuxClaims
 from .execution.decider import HeartbeatDecider, HeartbeatDecision
 from .execution.observer import ExecutionObserver
 from .execution.recorder import ExecutionRecorder

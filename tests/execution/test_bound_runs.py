@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from gateway_kit import EventLog, Gateway
-from gateway_kit.execution.bindings import bindings_of
-from gateway_kit.execution.claims import claims_of
+from gateway_kit.bindings.claims import claims_of
+from gateway_kit.bindings.tmux_sessions import bindings_of
 from gateway_kit.execution.observer import held_only
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.principal import PRINCIPAL_KEY, Principal

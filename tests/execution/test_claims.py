@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from gateway_kit import EventLog, TmuxSessionTaken
-from gateway_kit.execution.claims import TmuxClaims, claims_of
+from gateway_kit.bindings.claims import TmuxClaims, claims_of
 
 
 def test_the_first_claim_takes_a_free_session_and_only_its_holder_keeps_it(log: EventLog) -> None:

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from gateway_kit import EventLog, hookimpl
 from gateway_kit.app_runs.owned import owned_run
-from gateway_kit.execution.bindings import bindings_of
+from gateway_kit.bindings.tmux_sessions import bindings_of
 from gateway_kit.execution.decider import HeartbeatDecider, InvalidTmuxSession
 from gateway_kit.execution.decision_log import MAX_KEPT, MAX_LISTED, DecisionLog
 from gateway_kit.execution.recorder import ExecutionRecorder

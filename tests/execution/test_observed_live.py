@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from gateway_kit import EventLog, Gateway
-from gateway_kit.execution.claims import claims_of
+from gateway_kit.bindings.claims import claims_of
 from gateway_kit.execution.settings import ExecutionSettings
 from gateway_kit.execution.tables import requests
 from gateway_kit.identity.tokens import ApiTokens

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from gateway_kit import EventLog
-from gateway_kit.execution.claims import claims_of
+from gateway_kit.bindings.claims import claims_of
 from tests.support.processes import gateway_process
 from tests.support.waiting import until
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from gateway_kit import EventLog, Gateway
+from gateway_kit.bindings.claims import claims_of
 from gateway_kit.cli.heartbeat import one_round
-from gateway_kit.execution.claims import claims_of
 from gateway_kit.execution.decider import HeartbeatDecider
 from gateway_kit.execution.tmux import TmuxError
 from gateway_kit.hooks import PluginContext, Plugins

@@ -26,10 +26,10 @@ from gateway_kit import (
     IdentityMiddleware,
     hookimpl,
 )
-from gateway_kit.execution.bindings import bindings_of
-from gateway_kit.execution.claims import claims_of
+from gateway_kit.bindings.claims import claims_of
+from gateway_kit.bindings.names import tmux_session_problem
+from gateway_kit.bindings.tmux_sessions import bindings_of
 from gateway_kit.execution.decision_log import DecisionLog
-from gateway_kit.execution.names import tmux_session_problem
 from gateway_kit.execution.tables import decisions
 from gateway_kit.hooks import PluginContext, Plugins
 from gateway_kit.identity.owners import StreamOwners

@@ -21,8 +21,9 @@ import respx
 import sqlalchemy as sa
 
 from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit.bindings.tables import SESSIONS
 from gateway_kit.runs.model import RunStatus
-from gateway_kit.runs.tables import RUNS, SESSIONS
+from gateway_kit.runs.tables import RUNS
 from gateway_kit.testing import FakeGoose
 from gateway_kit.types import ASGIApp, Message, Receive, Scope, Send
 from tests.support.asgi_driver import http_scope

@@ -30,11 +30,11 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from ..bindings.names import tmux_session_problem
+from ..bindings.tmux_sessions import bindings_of
 from ..coordination.keepalive import LeaseKeeper
 from ..coordination.leases import DEFAULT_LEASE_TTL, Lease, LeaseLost
 from ..exceptions import RunConflict, RunError
-from ..execution.bindings import bindings_of
-from ..execution.names import tmux_session_problem
 from ..identity.owners import UNOWNED_WRITES, StreamOwners
 from ..identity.tokens import check_user_id
 from ..log import Event, EventLog

@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
+from ..bindings.goose_sessions import SessionBinding
 from ..log import Event
-from ..runs.model import Run, SessionBinding
+from ..runs.model import Run
 from ..upstream.goose_frames import UpstreamFrame
 from .goose_actions import (
     ACTION_REQUIRED,

@@ -15,9 +15,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ..bindings.tables import sessions
 from ..gateway import Gateway, LegacySurfaces
 from ..log import EventLog
-from ..runs.tables import sessions
 from ..settings import database_url
 from ..types import Message, Receive, Scope, Send
 from .app import create_app

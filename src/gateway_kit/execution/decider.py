@@ -34,11 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..bindings.names import tmux_session_problem
 from ..exceptions import GatewayKitError
 from ..hooks import Plugins
 from ..log import EventLog
 from .decision_log import DecisionLog
-from .names import tmux_session_problem
 from .recorder import ExecutionRecorder
 from .request_rows import RequestRows
 from .settings import ExecutionSettings

@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
+from ..bindings.claims import TmuxClaims
 from ..types import ASGIApp, Message, Receive, Scope, Send
-from .claims import TmuxClaims
 from .finish_reason import ResponseReader
 from .recorder import ExecutionRecorder
 from .state import Outcome

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import asyncio
 
+from ..bindings.claims import claims_of
+from ..bindings.names import tmux_session_problem
+from ..bindings.tmux_sessions import bindings_of
 from ..hooks import Plugins
 from ..http.errors import HTTPError, send_json
 from ..http.request import Request
@@ -28,11 +31,8 @@ from ..http.routing import Route, Router, RoutesMiddleware
 from ..principal import Principal
 from ..settings import DEFAULT_PREFIX
 from ..types import ASGIApp
-from .bindings import bindings_of
-from .claims import claims_of
 from .decider import HeartbeatDecider
 from .decision_log import MAX_LISTED
-from .names import tmux_session_problem
 
 INVALID_TMUX_SESSION = "invalid_tmux_session"
 INVALID_LIMIT = "invalid_limit"

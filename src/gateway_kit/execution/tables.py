@@ -1,4 +1,4 @@
-"""Table objects of the execution state (made by migrations 0012 and 0014)."""
+"""Table objects of the execution state (made by migration 0012)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import sqlalchemy as sa
 
 REQUESTS = "gateway_kit_execution_requests"
 PROCESSES = "gateway_kit_execution_processes"
-BINDINGS = "gateway_kit_execution_bindings"
 DECISIONS = "gateway_kit_heartbeat_decisions"
-CLAIMS = "gateway_kit_tmux_claims"
 
 metadata = sa.MetaData()
 
@@ -40,15 +38,6 @@ processes = sa.Table(
     sa.Column("seen_at", sa.Float, nullable=False),
 )
 
-# Which tmux session drives a stream: the stream's active runs count as that session's work.
-bindings = sa.Table(
-    BINDINGS,
-    metadata,
-    sa.Column("stream", sa.Text, primary_key=True),
-    sa.Column("tmux_session", sa.Text, nullable=False),
-    sa.Column("bound_at", sa.Float, nullable=False),
-)
-
 decisions = sa.Table(
     DECISIONS,
     metadata,
@@ -66,16 +55,6 @@ decisions = sa.Table(
     sa.Column("since", sa.Float),
     sa.Column("repeats", sa.Integer, nullable=False, server_default="1"),
 )
-
-# The user who holds each tmux session: only their traffic and runs speak for it.
-claims = sa.Table(
-    CLAIMS,
-    metadata,
-    sa.Column("tmux_session", sa.Text, primary_key=True),
-    sa.Column("user_id", sa.Text, nullable=False),
-    sa.Column("claimed_at", sa.Float, nullable=False),
-)
-
 
 def nth_newest_of_session(column: sa.Column[Any], n: int) -> Any:
     """`column` of a session's (``:tmux_session``) `n`-th newest row by it, as a scalar

@@ -13,11 +13,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..app_runs.lease_names import LEASE_PREFIX, owned_run_of
+from ..bindings.tmux_sessions import bindings_of
 from ..coordination.tables import leases
 from ..log import EventLog
 from ..runs.model import RunStatus
 from ..runs.tables import runs
-from .bindings import bindings_of
 
 ACTIVE_RUNS = sa.select(runs.c.run_id).where(
     runs.c.stream == sa.bindparam("stream"),

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 
+from ..bindings.tmux_sessions import REFRESH_INTERVAL
 from ..coordination.periodic import Periodic
-from ..execution.bindings import REFRESH_INTERVAL
 from ..http.lifespan import Work, nothing
 from ..identity.credentials import CredentialView
 from .services import ApprovalParts, ExecutionParts, Services

@@ -21,8 +21,8 @@ from ..approvals.service import ApprovalService
 from ..approvals.settings import ApprovalSettings
 from ..approvals.store import ApprovalStore
 from ..approvals.watch import ApprovalWatch
-from ..execution.bindings import TmuxBindings, bindings_of
-from ..execution.claims import claims_of
+from ..bindings.claims import claims_of
+from ..bindings.tmux_sessions import TmuxBindings, bindings_of
 from ..execution.decider import HeartbeatDecider
 from ..execution.observer import ExecutionObserver, held_only
 from ..execution.recorder import ExecutionRecorder

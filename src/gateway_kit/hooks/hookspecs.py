@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..execution.names import is_tmux_session_id
+from ..bindings.names import is_tmux_session_id
 from ..principal import Principal
 from .markers import hookspec
 from .policy import (

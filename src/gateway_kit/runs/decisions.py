@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..bindings.goose_sessions import lifetime_head
 from ..exceptions import RecoveryUsed, UpstreamError
 from ..hooks import GuardVeto, RecoveryPlan
 from ..log import Event
 from ..log.event import ERROR, FINISH
-from .bindings import lifetime_head
 from .events import FOLLOW_UP_STARTED, GUARD_FAILED, RECOVERY_STARTED
 from .follow_ups import follow_up_prompt
 from .model import Attempt, AttemptKind, Run, RunStatus

@@ -40,15 +40,6 @@ class Run:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionBinding:
-    """Which goose session serves a stream, and where its current goosed lifetime began."""
-
-    stream: str
-    session_id: str
-    lifetime_start_seq: int
-
-
-@dataclass(frozen=True, slots=True)
 class Attempt:
     """One goose request of a run: its first turn, a follow-up, or a recovery."""
 

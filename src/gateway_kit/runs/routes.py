@@ -40,6 +40,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..bindings.names import tmux_session_problem
+from ..bindings.tmux_sessions import bindings_of
 from ..exceptions import (
     InvalidCredential,
     InvalidEvent,
@@ -51,8 +53,6 @@ from ..exceptions import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from ..execution.bindings import bindings_of
-from ..execution.names import tmux_session_problem
 from ..hooks import Plugins
 from ..http.body import read_json_body
 from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json

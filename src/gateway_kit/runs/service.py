@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from ..bindings.goose_sessions import SessionBinding, SessionIdTaken
 from ..exceptions import (
     InvalidCredential,
     InvalidEvent,
@@ -24,10 +25,9 @@ from ..identity.tokens import check_user_id
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_WORKING_DIR
-from .bindings import SessionIdTaken
 from .events import CANCEL_REQUESTED, RUN_STARTED
 from .lifecycle import RunLifecycle
-from .model import Attempt, Run, RunStatus, SessionBinding
+from .model import Attempt, Run, RunStatus
 from .ports import Pumps, Upstream
 from .store import TOO_MANY_ACTIVE, RunStore, SessionMoved, TooManyActiveRuns
 

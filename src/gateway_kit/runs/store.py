@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ..bindings.goose_sessions import SessionBindings
 from ..exceptions import RecoveryUsed, RunConflict
 from ..hooks.results import RECOVERY_TRY_MARK
 from ..identity.owners import claim
@@ -17,7 +18,6 @@ from ..log.event import ERROR
 from ..log.schema import RUN_STARTER_LOCK_CLASS
 from ..log.transaction import Transaction
 from .bills import BILL, Bills, idempotency_key
-from .bindings import SessionBindings
 from .model import Attempt, AttemptKind, Run, RunStatus
 from .tables import attempts, runs
 
@@ -88,6 +88,11 @@ LATEST_ENDED_RUN_OF_SESSION = LATEST_RUN_OF_SESSION.where(runs.c.status != ACTIV
 ACTIVE_RUNS = sa.select(runs).where(runs.c.status == ACTIVE).order_by(runs.c.created_at)
 ACTIVE_RUNS_OF_SESSION = ACTIVE_RUNS.where(runs.c.session_id == sa.bindparam("session"))
 ACTIVE_RUN_OF_STREAM = ACTIVE_RUNS.where(runs.c.stream == sa.bindparam("stream"))
+SERVES_ACTIVE_RUN = (
+    sa.select(runs.c.run_id)
+    .where(runs.c.session_id == sa.bindparam("session"), runs.c.status == ACTIVE)
+    .limit(1)
+)
 ATTEMPTS = (
     sa.select(attempts)
     .where(attempts.c.run_id == sa.bindparam("run_id"))
@@ -135,11 +140,14 @@ class SessionMoved(Exception):
 
 
 class RunStore(SessionBindings, Bills):
-    """Runs and their attempts; with the stream → session bindings (`bindings.py`) and the
-    bills (`bills.py`).
+    """Runs and their attempts; with the stream → session bindings
+    (`gateway_kit.bindings.goose_sessions`) and the bills (`bills.py`).
 
     :param log: the log whose database holds them (`log.tables`).
     """
+
+    def serves_active_run(self, conn: sa.Connection, session_id: str) -> bool:
+        return conn.execute(SERVES_ACTIVE_RUN, {"session": session_id}).first() is not None
 
     # --- runs ------------------------------------------------------------------------------
 

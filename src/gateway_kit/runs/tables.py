@@ -1,24 +1,15 @@
-"""Table objects for the rows beside the log (made by migrations 0002, 0007 and 0015)."""
+"""Table objects of runs, their attempts and their bills (made by migrations 0002, 0007 and 0015;
+the stream → goose session bindings are `gateway_kit.bindings.tables`)."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
-SESSIONS = "gateway_kit_sessions"
 RUNS = "gateway_kit_runs"
 ATTEMPTS = "gateway_kit_run_attempts"
 BILLS = "gateway_kit_bills"
 
 metadata = sa.MetaData()
-
-sessions = sa.Table(
-    SESSIONS,
-    metadata,
-    sa.Column("stream", sa.Text, primary_key=True),
-    sa.Column("session_id", sa.Text, nullable=False),
-    sa.Column("lifetime_start_seq", sa.BigInteger, nullable=False),
-    sa.Column("created_at", sa.Float, nullable=False),
-)
 
 runs = sa.Table(
     RUNS,

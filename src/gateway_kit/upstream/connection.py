@@ -21,10 +21,11 @@ import logging
 import time
 from typing import Protocol
 
+from ..bindings.goose_sessions import SessionBinding
 from ..exceptions import UpstreamError
 from ..log import Event, EventLog
 from ..runs.lifecycle import RunLifecycle
-from ..runs.model import Run, SessionBinding
+from ..runs.model import Run
 from ..runs.store import RunStore
 from .appends import FrameAppender
 from .goose import GooseUpstream

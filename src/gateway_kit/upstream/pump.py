@@ -34,6 +34,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from ..bindings.goose_sessions import SessionBinding, lifetime_head
 from ..coordination.keepalive import LeaseKeeper
 from ..coordination.leases import DEFAULT_LEASE_TTL, Lease, LeaseLost
 from ..exceptions import (
@@ -42,9 +43,8 @@ from ..exceptions import (
     UpstreamUnavailable,
 )
 from ..log import Event, EventLog
-from ..runs.bindings import lifetime_head
 from ..runs.lifecycle import RunLifecycle
-from ..runs.model import Run, SessionBinding
+from ..runs.model import Run
 from ..runs.store import RunStore
 from ..settings import check_count, check_duration, check_seconds
 from .appends import FrameAppender

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..bindings.goose_sessions import SessionBinding
 from ..log import Event, EventLog
-from ..runs.model import Run, SessionBinding
+from ..runs.model import Run
 from .appends import same_event
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from ..bindings.goose_sessions import SessionBinding
 from ..log import Event
-from ..runs.model import Run, SessionBinding
+from ..runs.model import Run
 from .goose_frames import UpstreamFrame
 
 

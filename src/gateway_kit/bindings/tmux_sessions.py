@@ -25,26 +25,26 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ..log import EventLog
 from ..log.per_log import HoldsLogWeakly, PerLog
 from .claims import claims_of
-from .tables import bindings
+from .tables import tmux_bindings
 
 REFRESH_INTERVAL = 2.0
 # The newest bindings held in memory at most: the bound streams of a busy deployment.
 MAX_CACHED = 100_000
 
-OF_SESSION = sa.select(bindings.c.stream).where(
-    bindings.c.tmux_session == sa.bindparam("tmux_session")
+OF_SESSION = sa.select(tmux_bindings.c.stream).where(
+    tmux_bindings.c.tmux_session == sa.bindparam("tmux_session")
 )
 NEWEST = (
-    sa.select(bindings.c.stream, bindings.c.tmux_session)
-    .order_by(bindings.c.bound_at.desc())
+    sa.select(tmux_bindings.c.stream, tmux_bindings.c.tmux_session)
+    .order_by(tmux_bindings.c.bound_at.desc())
     .limit(MAX_CACHED)
 )
 
 
 def _bind_statement(dialect: Any) -> sa.Executable:
-    insert = dialect.insert(bindings)
+    insert = dialect.insert(tmux_bindings)
     statement: sa.Executable = insert.on_conflict_do_update(
-        index_elements=[bindings.c.stream],
+        index_elements=[tmux_bindings.c.stream],
         set_={"tmux_session": insert.excluded.tmux_session, "bound_at": insert.excluded.bound_at},
     )
     return statement

@@ -12,14 +12,14 @@ new session is left unused (`SessionIdTaken`).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from ..log import EventLog
-from .model import RunStatus, SessionBinding
-from .rows import Rows
-from .tables import runs, sessions
+from ..log.tables import Tables
+from .tables import sessions
 
 SESSION_ID_TAKEN = (
     "goose handed out session id {session_id!r} for stream {stream!r}, and that id still serves "
@@ -36,6 +36,15 @@ BINDING = sa.select(sessions).where(sessions.c.stream == sa.bindparam("stream"))
 BINDING_OF_SESSION = sa.select(sessions).where(sessions.c.session_id == sa.bindparam("session"))
 
 
+@dataclass(frozen=True, slots=True)
+class SessionBinding:
+    """Which goose session serves a stream, and where its current goosed lifetime began."""
+
+    stream: str
+    session_id: str
+    lifetime_start_seq: int
+
+
 def _binding(row: Any) -> SessionBinding:
     return SessionBinding(row.stream, row.session_id, int(row.lifetime_start_seq))
 
@@ -48,11 +57,6 @@ BIND = sessions.insert().values(
     created_at=sa.bindparam("now"),
 )
 UNBIND = sessions.delete().where(sessions.c.stream == sa.bindparam("stream"))
-ACTIVE_RUN_OF_SESSION = (
-    sa.select(runs.c.run_id)
-    .where(runs.c.session_id == sa.bindparam("session"), runs.c.status == RunStatus.ACTIVE.value)
-    .limit(1)
-)
 REBIND = (
     sessions.update()
     .where(sessions.c.stream == sa.bindparam("stream"))
@@ -70,16 +74,24 @@ class SessionIdTaken(Exception):
     """goose handed out a session id that still serves another stream's active run."""
 
 
-class SessionBindings(Rows):
-    """The stream → session bindings of the run store."""
+class SessionBindings:
+    """The stream → session bindings, as the run store has them: it gives them its `tables`
+    and says which sessions an active run still uses (`serves_active_run`)."""
+
+    tables: Tables
+
+    def serves_active_run(self, conn: sa.Connection, session_id: str) -> bool:
+        """In the caller's transaction: whether an active run still uses `session_id`, so
+        that the stream bound to it keeps it. Bindings know of no run; the run store does."""
+        return False
 
     def binding(self, stream: str) -> SessionBinding | None:
-        row = self._first(BINDING, {"stream": stream})
-        return None if row is None else _binding(row)
+        rows = self.tables.select(BINDING, {"stream": stream})
+        return _binding(rows[0]) if rows else None
 
     def binding_of_session(self, session_id: str) -> SessionBinding | None:
-        row = self._first(BINDING_OF_SESSION, {"session": session_id})
-        return None if row is None else _binding(row)
+        rows = self.tables.select(BINDING_OF_SESSION, {"session": session_id})
+        return _binding(rows[0]) if rows else None
 
     def bind(self, stream: str, session_id: str, after_seq: int = 0) -> SessionBinding:
         """Bind a new goose session to `stream`, its goose ids beginning after `after_seq`; if
@@ -98,7 +110,7 @@ class SessionBindings(Rows):
                     # recorded on it meanwhile holds the row (`still_bound`) until it commits,
                     # so that the look below sees it.
                     conn.execute(UNBIND, {"stream": holder.stream})
-                    if conn.execute(ACTIVE_RUN_OF_SESSION, {"session": session_id}).first():
+                    if self.serves_active_run(conn, session_id):
                         raise SessionIdTaken(
                             SESSION_ID_TAKEN.format(
                                 session_id=session_id, stream=stream, holder=holder.stream
