@@ -41,6 +41,10 @@ if TYPE_CHECKING:
     from ..types import Scope
     from .context import PluginContext
 
+# What `authorize_subscription` is asked about: its ``action``.
+READ = "read"
+CLAIM = "claim"
+
 DECISION = one_of(None, "allow", "skip")
 DECISION_EXPECTED = "None, 'allow' or 'skip'"
 
@@ -250,11 +254,12 @@ def cookie_logins() -> tuple[Any, Any] | None:
     unavailable_raises=True,
     pool=AUTHORIZATION_POOL,
 )
-def authorize_subscription(principal: Principal, stream: str) -> bool | None:
-    """Decide whether a principal may read a stream.
+def authorize_subscription(principal: Principal, stream: str, action: str) -> bool | None:
+    """Decide whether a principal may read a stream, or take it.
 
     Called before any client reads a stream: over SSE, as JSON pages, as a run's stream, and by
-    the legacy task poll; once per request, never per event. It runs in a worker thread, so it
+    the legacy task poll; once per request, never per event; and before a run's starter takes a
+    stream nobody owns (``action="claim"``). It runs in a worker thread, so it
     may block briefly (a database lookup). Stops at the first non-None result. Raising,
     answering something that is not a bool, or taking longer than the gateway's
     ``plugin_timeout`` refuses the read (403); a plugin the gateway cannot ask (as for
@@ -262,6 +267,10 @@ def authorize_subscription(principal: Principal, stream: str) -> bool | None:
 
     :param principal: who asks.
     :param stream: the stream (conversation) to read.
+    :param action: what the principal is about to do: ``"read"`` (`READ`: read the stream, or
+        use its runs and approvals), or ``"claim"`` (`CLAIM`: start the first run of a stream
+        that holds no event and has no owner, and so become its owner). A plugin may leave
+        this argument out: it then answers every action alike.
     :returns: ``True`` to allow, ``False`` to refuse, or ``None`` to let the next plugin decide
         (when every plugin says ``None``, nobody but the stream's owner may read it).
     """

@@ -204,15 +204,20 @@ class Plugins:
             return REFUSED
         return answer
 
-    async def authorize_subscription(self, principal: Principal, stream: str) -> bool:
-        """Whether `principal` may read `stream`; asked off the event loop, within the timeout.
-        `PluginUnavailable` as for `resolve_principal`: the gateway could not ask."""
+    async def authorize_subscription(
+        self, principal: Principal, stream: str, action: str = hookspecs.READ
+    ) -> bool:
+        """Whether `principal` may do `action` (`hookspecs.READ`, `hookspecs.CLAIM`) with
+        `stream`; asked off the event loop, within the timeout. `PluginUnavailable` as for
+        `resolve_principal`: the gateway could not ask."""
         progress = CallProgress()
         hook = self.manager.hook.authorize_subscription
+
+        def ask() -> Any:
+            return hook(principal=principal, stream=stream, action=action)
+
         try:
-            answer = await self._run(
-                hook, progress, lambda: hook(principal=principal, stream=stream), self.timeout
-            )
+            answer = await self._run(hook, progress, ask, self.timeout)
         except TimeoutError:
             if progress.stuck_in is None:
                 raise self._unasked(hook) from None
@@ -224,9 +229,12 @@ class Plugins:
             return False
         return answer is True
 
-    async def require_read(self, principal: Principal, stream: str) -> None:
-        """A 403 `forbidden` unless `principal` may read `stream` (every route asks this)."""
-        if not await self.authorize_subscription(principal, stream):
+    async def require_read(
+        self, principal: Principal, stream: str, action: str = hookspecs.READ
+    ) -> None:
+        """A 403 `forbidden` unless `principal` may read `stream` (every route asks this), or
+        do `action` with it."""
+        if not await self.authorize_subscription(principal, stream, action):
             raise HTTPError(403, FORBIDDEN, NOT_YOURS.format(stream=stream))
 
     def _unasked(self, hook: pluggy.HookCaller) -> PluginUnavailable:

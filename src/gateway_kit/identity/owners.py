@@ -12,7 +12,6 @@ not know.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 import time
@@ -46,14 +45,6 @@ DECLARE = stream_owners.insert().values(
     stream=sa.bindparam("stream"), user_id=sa.bindparam("user_id"), declared_at=sa.bindparam("now")
 )
 LOCK_STREAM = sa.text(f"SELECT pg_advisory_xact_lock({STREAM_LOCK_CLASS}, hashtext(:stream))")
-
-
-# While a run's starter is asked about a stream it is about to take, (user, stream): the
-# default rule then answers as for the stream's owner; a deployment's plugin still decides
-# first, so that its refusal stops the start.
-CLAIMING: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
-    "gateway_kit_claiming", default=None
-)
 
 
 class StreamTaken(Exception):

@@ -13,8 +13,9 @@ Every route needs a principal (401). A stream, and its runs, are used by whom
 `authorize_subscription` lets read it; the others get a 403 for the stream, and for a run the
 404 a run that does not exist gets (the same body), so that the answer says nothing of which
 runs exist. One exception: a stream that holds no event and has no owner is taken by the
-principal who starts its first run (made its owner in the transaction that records the run). A
-stream with events and no owner is never taken that way: its history was written for someone.
+principal who starts its first run (made its owner in the transaction that records the run),
+when `authorize_subscription` lets it, asked with ``action="claim"``. A stream with events and
+no owner is never taken that way: its history was written for someone.
 
 A request that cannot be served is refused before anything is written: a body that is not JSON
 (415 without a JSON content type, 413 above the size limit, 400 otherwise), a message that is not
@@ -54,11 +55,12 @@ from ..exceptions import (
     UpstreamUnavailable,
 )
 from ..hooks import Plugins
+from ..hooks.hookspecs import CLAIM, READ
 from ..http.body import read_json_body
 from ..http.errors import INVALID_BODY, PAYLOAD_TOO_LARGE, HTTPError, send_json
 from ..http.request import Request
 from ..http.routing import Route, Router, RoutesMiddleware
-from ..identity.owners import CLAIMING, StreamOwners
+from ..identity.owners import StreamOwners
 from ..identity.tokens import check_user_id
 from ..settings import (
     DEFAULT_BODY_TIMEOUT,
@@ -168,8 +170,8 @@ class RunRoutes(RoutesMiddleware):
             raise HTTPError(501, NO_UPSTREAM, NO_UPSTREAM_MESSAGE)
         return self.service
 
-    async def authorize(self, request: Request, stream: str) -> None:
-        await self.plugins.require_read(request.principal, stream)
+    async def authorize(self, request: Request, stream: str, action: str = READ) -> None:
+        await self.plugins.require_read(request.principal, stream, action)
 
     async def authorize_run(self, request: Request, run_id: str, stream: str) -> None:
         """A run of a stream the principal may not use is answered as one that does not exist."""
@@ -224,11 +226,7 @@ class RunRoutes(RoutesMiddleware):
                     unfit = exc  # an id the owners table cannot hold: only if let in
                 else:
                     # Asked as its owner-to-be: a deployment's plugin may still refuse.
-                    claiming = CLAIMING.set((user, stream))
-                    try:
-                        await self.authorize(request, stream)
-                    finally:
-                        CLAIMING.reset(claiming)
+                    await self.authorize(request, stream, CLAIM)
                     return user
             if unfit is None:
                 await self.authorize(request, stream)
