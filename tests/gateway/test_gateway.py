@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,12 +23,6 @@ from gateway_kit.gateway import is_wsgi
 from gateway_kit.principal import principal_of
 from gateway_kit.types import Message
 from tests.support.serving import serve_in_thread
-
-
-@pytest.fixture
-def log(sqlite_url: str) -> Iterator[EventLog]:
-    with EventLog(sqlite_url) as event_log:
-        yield event_log
 
 
 def flask_app() -> Flask:

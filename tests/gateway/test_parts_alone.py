@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -43,12 +43,6 @@ from tests.support.plugins import plugin
 from tests.support.upstream import FAST, GOOSE_URL, until
 
 JSON = {"accept": "application/json"}
-
-
-@pytest.fixture
-def log(sqlite_url: str) -> Iterator[EventLog]:
-    with EventLog(sqlite_url) as event_log:
-        yield event_log
 
 
 def fastapi_app(started: list[str] | None = None) -> FastAPI:

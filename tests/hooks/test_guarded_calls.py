@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,12 +29,6 @@ from gateway_kit.hooks import REFUSED
 from tests.support.plugins import plugin, raising
 
 TRYFIRST = {"tryfirst": True}
-
-
-@pytest.fixture
-def log(sqlite_url: str) -> Iterator[EventLog]:
-    with EventLog(sqlite_url) as event_log:
-        yield event_log
 
 
 def gateway(log: EventLog, *plugins: object, **options: Any) -> Gateway:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -13,12 +12,6 @@ import gateway_kit
 from gateway_kit import EventLog, Gateway, PluginError, Plugins, hookimpl
 from gateway_kit.hooks import BUILT_IN, PASSED_IN
 from tests.support.plugins import plugin
-
-
-@pytest.fixture
-def log(sqlite_url: str) -> Iterator[EventLog]:
-    with EventLog(sqlite_url) as event_log:
-        yield event_log
 
 
 def names(plugins: Plugins) -> list[str]:
