@@ -117,7 +117,7 @@ def serve(
     run_dir = Path(tempfile.mkdtemp(prefix="uvicorn-", dir=tmp_path))
     port_file = run_dir / "port"
     log_path = run_dir / "output.log"
-    command = [sys.executable, "-m", "tests.streams.run_server", str(port_file)]
+    command = [sys.executable, "-m", "tests.streams.uvicorn_process", str(port_file)]
     command += ["--http", http, "--loop", loop]
     if sndbuf is not None:
         command += ["--sndbuf", str(sndbuf)]

@@ -32,7 +32,7 @@ from .raw_client import (
 PATH = "/gateway/streams/conv/events"
 READ_TIMEOUT = 15.0
 RELEASE_TIMEOUT = 15.0  # seconds for the server to let go of a client it cut off
-# What the server logs (run_server.py shows the gateway's stream messages).
+# What the server logs (uvicorn_process.py shows the gateway's stream messages).
 CANNOT_KEEP_UP = "closing a stream whose client cannot keep up"
 RESETTING = "resetting the connection of a client that stopped reading"
 

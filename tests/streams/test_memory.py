@@ -104,7 +104,7 @@ def test_four_clients_of_a_stream_of_big_events_keep_the_server_within_its_bound
     db_url = f"sqlite:///{tmp_path}/gateway.db"
     fill(db_url)
     with gateway_process(
-        "tests.streams.memory_server", db_url, tmp=tmp_path, name="memory"
+        "tests.streams.memory_process", db_url, tmp=tmp_path, name="memory"
     ) as server:
         pid = server.proc.pid
         asyncio.run(warm_up(server.url))

@@ -21,7 +21,7 @@ from gateway_kit.testing import (
 from tests.support.docs import PYTHON_BLOCK, section
 from tests.test_docs import PLUGINS_DOC
 
-from .helpers import FAST_PINGS, Frame, FrameReader, open_events, reply, start_reply
+from .frames import FAST_PINGS, Frame, FrameReader, open_events, reply, start_reply
 
 SHELL = "developer__shell"
 DOCUMENTED = "## Approve mode in the fake goose"

@@ -8,7 +8,7 @@ import pytest
 
 from gateway_kit.testing import TOO_FAR_BEHIND_ERROR, FakeGoose, Turn
 
-from .helpers import FAST_PINGS, open_events, start_reply
+from .frames import FAST_PINGS, open_events, start_reply
 
 
 def test_frames_have_an_id_and_one_data_line_and_no_event_line() -> None:

@@ -6,7 +6,7 @@ import asyncio
 
 from gateway_kit.testing import FakeGoose, Turn
 
-from .helpers import FAST_PINGS, open_events, start_reply
+from .frames import FAST_PINGS, open_events, start_reply
 
 
 def test_ids_start_again_at_one_and_the_replay_buffer_is_empty() -> None:

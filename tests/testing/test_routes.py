@@ -16,7 +16,7 @@ from gateway_kit.testing import (
     user_message,
 )
 
-from .helpers import open_events, reply, start_reply
+from .frames import open_events, reply, start_reply
 
 PROTECTED = [
     ("POST", "/agent/start"),

@@ -17,7 +17,7 @@ from gateway_kit.testing import (
     user_message,
 )
 
-from .helpers import FAST_PINGS, Frame, open_events, start_reply
+from .frames import FAST_PINGS, Frame, open_events, start_reply
 
 EVERY_STEP = (
     Turn()

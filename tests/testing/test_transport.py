@@ -13,7 +13,7 @@ from gateway_kit.testing import FakeGoose, StreamingASGITransport, Turn
 from gateway_kit.types import Message, Receive, Scope, Send
 from tests.support.waiting import until
 
-from .helpers import FAST_PINGS, FrameReader, reply, start_reply
+from .frames import FAST_PINGS, FrameReader, reply, start_reply
 
 
 @pytest.mark.parametrize("using", ["httpcore", "httpx"])

@@ -10,7 +10,7 @@ import pytest
 
 from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn, echo_turn, user_message
 
-from .helpers import FAST_PINGS, Frame, open_events, reply, start_reply
+from .frames import FAST_PINGS, Frame, open_events, reply, start_reply
 
 
 async def _run(turn: Turn, text: str = "hello") -> tuple[FakeGoose, str, str, list[Frame]]:

@@ -1,6 +1,6 @@
 """A gateway process for the memory tests: anonymous reads of the log at DB_URL.
 
-    python -m tests.streams.memory_server PORT_FILE DB_URL
+    python -m tests.streams.memory_process PORT_FILE DB_URL
 
 Serves the gateway's own routes only (no wrapped app, no upstream) on a free loopback port
 (written to PORT_FILE), with the default settings: what is measured is what a deployment gets.

@@ -1,6 +1,6 @@
 """Run `server_app` under uvicorn on a loopback socket bound here, and report its port.
 
-``python -m tests.streams.run_server PORT_FILE [--sndbuf N] [--http H] [--loop L]``: binds
+``python -m tests.streams.uvicorn_process PORT_FILE [--sndbuf N] [--http H] [--loop L]``: binds
 127.0.0.1 on a free port, writes the port to PORT_FILE, then serves until SIGTERM or SIGINT.
 ``--sndbuf``, when given, is the kernel send buffer of every accepted connection (Linux copies it
 from the listening socket); the frozen-client tests keep it small, so a modest amount of data
