@@ -185,6 +185,6 @@ def test_the_plugins_folder_is_what_the_entry_points_name() -> None:
 
     assert "gateway_kit_plugins" in sys.modules
     unconfigured = DefaultAuthorization()
-    assert unconfigured.authorize_subscription(gateway_kit.ANONYMOUS, "any") is True
+    assert unconfigured.authorize_subscription(gateway_kit.ANONYMOUS, "any", "read") is True
     alice = gateway_kit.Principal(user_id="alice", method="bearer")
-    assert unconfigured.authorize_subscription(alice, "any") is False  # no owners known
+    assert unconfigured.authorize_subscription(alice, "any", "read") is False  # no owners known
