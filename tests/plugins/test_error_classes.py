@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from gateway_kit.exceptions import UpstreamHTTPError, UpstreamTimeout, UpstreamUnavailable
 from gateway_kit.hooks import PluginContext
-from gateway_kit.runs.lifecycle import NO_ANSWER
 from gateway_kit.runs.tool_overrides import without_tools
+from gateway_kit.runs.upstream_calls import NO_ANSWER
 from gateway_kit.testing import FakeGoose, goose_validator
 from gateway_kit.testing.extensions import DEFAULT_EXTENSIONS, session_tools
 from gateway_kit.upstream.goose_errors import error_from_response

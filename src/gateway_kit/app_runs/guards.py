@@ -11,7 +11,15 @@ exactly what is missing (`follow_up_prompt`), after a `FollowUpStarted` event; t
 are asked again. Past `max_follow_ups`, with no `follow_up` to call, or at once when a guard
 raised or did not answer in time (logged; it checked nothing), the run gets a
 `guard_failed` event and a warning in the log, then its `Finish` flagged ``"guard_failed":
-true`` (`gateway_kit.runs.vetoes`, shared with the lifecycle).
+true``. What follows a turn is decided by the rules of the gateway's own runs
+(`gateway_kit.runs.ending.decide`), and written as they are (`gateway_kit.runs.vetoes`).
+
+The guards are asked through the call the lifecycle makes (`Plugins.finish_guard`: the
+plugins' lifecycle threads, `hook_timeout`), a coroutine. The app's thread (a Flask worker, a
+script) runs no event loop, so the call gets one of its own while it lasts. The gateway's loop
+is not borrowed: an owned run may be written where no gateway serves (a worker process, a
+script). Only a caller already on an event loop's thread has the call made from a thread of
+its own, since that loop is blocked by the run (as any owned run blocks its thread).
 """
 
 from __future__ import annotations
@@ -25,12 +33,12 @@ from typing import Any
 from ..hooks import GuardVeto, Plugins
 from ..log import Event, EventLog
 from ..log.event import FINISH
-from ..runs.events import FOLLOW_UP_STARTED, GUARD_FAILED
-from ..runs.follow_ups import follow_up_prompt
+from ..runs import ending
+from ..runs.events import FOLLOW_UP_STARTED
 from ..runs.lifecycle_settings import LifecycleSettings
 from ..runs.model import RunStatus
 from ..runs.reading import RunEvents
-from ..runs.vetoes import any_failed, flagged_finish, follow_up_started, guards_gave_up
+from ..runs.vetoes import flagged_finish, follow_up_started, guard_failed_before
 
 # follow_up(prompt): the app's next turn of the same run, in the thread that wrote the last.
 FollowUp = Callable[[str], None]
@@ -75,7 +83,8 @@ class RunGuards:
         return bool(self.plugins.hook.finish_guard.get_hookimpls())
 
     def vetoes(self, run: GuardedRun, events: Sequence[Event]) -> list[GuardVeto]:
-        """Every guard's veto, asked from this (the app's) thread as the lifecycle asks them."""
+        """Every guard's veto, asked from this (the app's) thread as the lifecycle asks them
+        (see the module docstring)."""
 
         def ask() -> list[GuardVeto]:
             return asyncio.run(self.plugins.finish_guard(run, events, timeout=self.hook_timeout))
@@ -127,26 +136,33 @@ class TurnGuards:
         self.turn_ended, self.finish = True, finish
 
     def settle(self, append: Append, end: End, ended: Callable[[], bool]) -> None:
-        """End the run as its guards decide, once the app's turn has ended; `ended()` says
-        whether a follow-up turn ended the run itself (with an `Error`)."""
+        """End the run as its guards decide (`decide`, as for the gateway's runs), once the
+        app's turn has ended; `ended()` says whether a follow-up turn ended the run itself
+        (with an `Error`)."""
         follow_ups = 0
         while True:
             run = GuardedRun(self.run_id, self.stream, self.attempt, self.owner)
-            vetoes = self.guards.vetoes(run, RunEvents(self.log, self.run_id))
-            if not vetoes:
-                end(FINISH, self.finish, ())
+            facts = ending.Facts(
+                ending.Finished(self.finish),
+                vetoes=self.guards.vetoes(run, RunEvents(self.log, self.run_id)),
+                follow_ups=follow_ups,
+                max_follow_ups=self.guards.max_follow_ups,
+                can_follow_up=self.follow_up is not None,
+            )
+            decision = ending.decide(facts)
+            if not isinstance(decision, ending.FollowUp):
+                assert isinstance(decision, ending.End), "a finished turn is never retried"
+                before = guard_failed_before(self.run_id, self.stream, decision.guard_failed)
+                end(decision.type, decision.data, before)
                 return
-            prompt, reasons, missing = follow_up_prompt(vetoes)
-            gave_up = follow_ups >= self.guards.max_follow_ups or any_failed(vetoes)
-            if self.follow_up is None or gave_up:
-                failed = guards_gave_up(self.run_id, reasons, missing, follow_ups)
-                before = [{"stream": self.stream, "type": GUARD_FAILED, "data": failed}]
-                end(FINISH, flagged_finish(self.finish), before)
-                return
+            assert self.follow_up is not None  # decided only when it can be called
             follow_ups += 1
             self.attempt += 1
             self.turn_ended = False
-            append(FOLLOW_UP_STARTED, follow_up_started(self.attempt, reasons, missing, prompt))
-            self.follow_up(prompt)
+            started = follow_up_started(
+                self.attempt, decision.reasons, decision.missing, decision.prompt
+            )
+            append(FOLLOW_UP_STARTED, started)
+            self.follow_up(decision.prompt)
             if ended():
                 return

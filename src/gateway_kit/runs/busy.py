@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from ..exceptions import SessionBusy
-from .store import RunStore
+from .async_store import AsyncRunStore
 
 FIRST_PAUSE = 0.05  # seconds before the first retry; each later one waits twice as long
 MAX_PAUSE = 0.5
@@ -50,10 +50,10 @@ async def reply_when_free(
         pause = min(pause * 2, MAX_PAUSE)
 
 
-async def still_wanted(store: RunStore, request_id: str) -> bool:
+async def still_wanted(runs: AsyncRunStore, request_id: str) -> bool:
     """Whether goose should still get request `request_id`: the current attempt of a run that
     is going on and was not cancelled."""
-    run = await asyncio.to_thread(store.by_upstream_request, request_id)
+    run = await runs.by_upstream_request(request_id)
     return (
         run is not None
         and run.active

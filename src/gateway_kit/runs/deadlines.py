@@ -1,4 +1,4 @@
-"""`RunDeadlines`: the gateway ends the runs goose leaves hanging.
+"""`RunDeadlines`: which runs goose leaves hanging, and how the gateway ends them.
 
 Two limits of `LifecycleSettings`, checked by every gateway process over every active run:
 
@@ -10,26 +10,22 @@ Two limits of `LifecycleSettings`, checked by every gateway process over every a
 
 Both are measured from times in the database (the run's `created_at`, its `CancelRequested`
 event's), never from a timer of the process that saw the run start, so they hold across
-restarts and in whichever process looks first. The run's end is written by the lifecycle, once
-per run with its status and bill, however many processes race for it.
+restarts and in whichever process looks first. `overdue` answers which runs are past a limit,
+each with its end; the lifecycle looks every `interval` seconds and writes those ends, once per
+run with its status and bill, however many processes race for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
-from ..coordination.periodic import Periodic
-from ..log import Event
-from ..log.event import ERROR, FINISH
+from ..log import Event, EventLog
+from ..log.event import FINISH
+from .ending import End, failed
 from .events import CANCEL_REQUESTED
+from .lifecycle_settings import LifecycleSettings
 from .model import Run, RunStatus
-
-if TYPE_CHECKING:
-    from .lifecycle import RunLifecycle
-    from .lifecycle_settings import LifecycleSettings
 
 logger = logging.getLogger(__name__)
 
@@ -45,63 +41,54 @@ MIN_INTERVAL = 0.05
 MAX_INTERVAL = 2.0
 
 
+def said_ended(run: Run, event: Event) -> None:
+    """Say in the log that the gateway ended an overdue run with `event`, and why."""
+    why = event.data.get("message") or event.data.get("error")
+    logger.warning("run %s of stream %s: %s", run.run_id, run.stream, why)
+
+
 def scan_interval(settings: LifecycleSettings) -> float:
     shortest = min(settings.cancel_deadline, settings.max_run_duration)
     return max(MIN_INTERVAL, min(MAX_INTERVAL, shortest / 4))
 
 
 class RunDeadlines:
-    def __init__(self, lifecycle: RunLifecycle) -> None:
-        self.lifecycle = lifecycle
-        self.settings = lifecycle.settings
-        self._periodic = Periodic(self.scan, scan_interval(self.settings), "gateway-kit-deadlines")
+    """:param settings: the limits.
+    :param log: where the runs' `CancelRequested` events are read.
+    """
+
+    def __init__(self, settings: LifecycleSettings, log: EventLog) -> None:
+        self.settings = settings
+        self.log = log
+        self.interval = scan_interval(settings)
         self._unrecorded: dict[str, float] = {}  # cancelled runs without the event: first seen
 
-    async def scan(self) -> list[Event]:
-        """End every active run past one of its limits; the terminal events written here."""
-        lifecycle = self.lifecycle
-        runs = await asyncio.to_thread(lifecycle.store.active_runs)
-        ended: list[Event] = []
-        now = time.time()
+    async def overdue(self, runs: Sequence[Run], now: float) -> list[tuple[Run, End]]:
+        """The runs of `runs` (the active ones) past one of their limits at `now`, each with
+        the end it gets."""
         cancelled = {run.run_id for run in runs if run.cancel_requested}
         self._unrecorded = {k: v for k, v in self._unrecorded.items() if k in cancelled}
-        for run in runs:
-            event = await self._end_if_overdue(run, now)
-            if event is not None:
-                logger.warning("run %s of stream %s: %s", run.run_id, run.stream,
-                               event.data.get("message") or event.data.get("error"))  # fmt: skip
-                lifecycle.cancel_soon(run)  # goose may still be working on it
-                ended.append(event)
-        return ended
+        ends = [(run, await self._end_if_overdue(run, now)) for run in runs]
+        return [(run, end) for run, end in ends if end is not None]
 
-    async def _end_if_overdue(self, run: Run, now: float) -> Event | None:
-        settings, lifecycle = self.settings, self.lifecycle
+    async def _end_if_overdue(self, run: Run, now: float) -> End | None:
+        settings = self.settings
         if run.cancel_requested:
             if await self._cancelled_at(run, now) + settings.cancel_deadline > now:
                 return None
             message = CANCEL_UNCONFIRMED.format(seconds=settings.cancel_deadline)
-            ending = {"reason": "cancelled", "message": message}
-            return await lifecycle.end_overdue(run, FINISH, ending, RunStatus.CANCELLED)
+            return End(FINISH, {"reason": "cancelled", "message": message}, RunStatus.CANCELLED)
         if run.created_at + settings.max_run_duration > now:
             return None
-        error = TOO_LONG_ERROR.format(seconds=settings.max_run_duration)
-        failure: dict[str, Any] = {"error": error, "error_class": None}
-        return await lifecycle.end_overdue(run, ERROR, failure, RunStatus.FAILED)
+        return failed(TOO_LONG_ERROR.format(seconds=settings.max_run_duration))
 
     async def _cancelled_at(self, run: Run, now: float) -> float:
         """When the run's cancel was asked for: its `CancelRequested` event's time. The flag
         is written just before the event: without it, the time this process first saw the
         flag (the event may be on its way, or its process died in between)."""
-        asked = await asyncio.to_thread(
-            self.lifecycle.log.read, 0, None, 1, run_id=run.run_id, types=(CANCEL_REQUESTED,),
-            settled=False,
-        )  # fmt: skip
+        asked = await self.log.aread(
+            0, None, 1, run_id=run.run_id, types=(CANCEL_REQUESTED,), settled=False
+        )
         if asked:
             return asked[0].created_at.timestamp()
         return self._unrecorded.setdefault(run.run_id, now)
-
-    def start(self) -> None:
-        self._periodic.start()
-
-    async def stop(self) -> None:
-        await self._periodic.stop()

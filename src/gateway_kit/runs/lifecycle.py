@@ -1,16 +1,17 @@
 """`RunLifecycle`: the one owner of a run's end.
 
-The pump reports what goose said about the run's current attempt; the lifecycle decides what
-follows (`decisions.py`: finish guards and follow-ups, error classes and recoveries), one
-decision at a time per run, and writes the run's end. A decision, once reported, is carried to
-its end in a task of the lifecycle's own: the reporter may be cancelled meanwhile (a connection
-to goose torn down while it reads, its pump stopping), and a decision cut off half-way (a
-recovery's attempt recorded, its retry never sent) would leave the run stranded.
+The pump reports what goose said about the run's current attempt; the lifecycle has it decided
+(`decide`, `ending.py`) and carried out (`decisions.py`: finish guards and follow-ups, error
+classes and recoveries), one decision at a time per run, under the run's lock. A decision, once
+reported, is carried to its end in a task of the lifecycle's own: the reporter may be cancelled
+meanwhile (a connection to goose torn down while it reads, its pump stopping), and a decision
+cut off half-way (a recovery's attempt recorded, its retry never sent) would leave the run
+stranded. The lifecycle also ends the runs goose leaves hanging (`deadlines.py`) and sends the
+retries whose backoff is over (`backoffs.py`): those parts answer, the lifecycle acts.
 
-The run's `Finish` or `Error` is appended in one transaction with the run's status and its
-bill, at most once per run whatever several processes do; `bill_run` is then called through the
-billing outbox. Hooks run in worker threads, each call within `hook_timeout`: a slow or raising
-plugin holds up only its own run, and counts as having passed (a guard) or answered nothing.
+The run's `Finish` or `Error` is written once, with its status and bill (`end_writer.py`).
+Hooks run in worker threads, each call within `hook_timeout`: a slow or raising plugin holds up
+only its own run, and counts as having passed (a guard) or answered nothing.
 """
 
 from __future__ import annotations
@@ -18,34 +19,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from ..coordination.periodic import Periodic
 from ..coordination.tasks import TaskSet
-from ..exceptions import UpstreamError, UpstreamTimeout
 from ..hooks import Plugins
 from ..log import Event, EventLog
-from ..log.event import ERROR
-from ..log.transaction import Transaction
 from ..settings import DEFAULT_WORKING_DIR
-from .backoffs import RetryBackoffs
+from .async_store import AsyncRunStore, run_events
+from .backoffs import PendingRetry, RetryBackoffs
 from .billing import BillingOutbox
-from .busy import reply_when_free, still_wanted
-from .deadlines import RunDeadlines
+from .deadlines import RunDeadlines, said_ended
 from .decisions import RunDecisions
+from .end_writer import EndWriter
+from .ending import CANCELLED, End, failed
 from .events import UPSTREAM_ERROR, UPSTREAM_FINISH
 from .lifecycle_settings import LifecycleSettings
-from .model import Run, RunStatus
+from .model import Run
 from .ports import Pumps, Upstream
-from .reading import read_all
-from .store import RunStore, write_ending
-from .usage import COUNTED, run_usage
+from .store import RunStore
+from .upstream_calls import UpstreamCalls
 
 logger = logging.getLogger(__name__)
 
 STALE_FAILURE = "run %s: request %s was already replaced when it failed upstream: %s"
 NOT_SENT_YET = "run %s: request %s waits out its backoff, goose has not got it yet: %s"
-NO_ANSWER = "goose did not answer {call} within {seconds:g} s"
 
 T = TypeVar("T")
 
@@ -63,17 +62,40 @@ class RunLifecycle:
     ) -> None:
         self.log = log
         self.store = store
+        self.runs = AsyncRunStore(store)
         self.upstream = upstream
         self.plugins = plugins  # the gateway's own: its hooks, thread pools and hung-call limits
         self.settings = settings or LifecycleSettings()
-        self.working_dir = working_dir
         self.billing = BillingOutbox(store, self.plugins, self.settings.billing)
-        self.pumps: Pumps | None = None  # set by the pumps that report to this lifecycle
+        self.calls = UpstreamCalls(upstream, self.runs, self.settings)
+        self.ends = EndWriter(log, self.billing)
+        self.backoffs = RetryBackoffs(self._retry_due)
+        self.deadlines = RunDeadlines(self.settings, log)
+        self.decisions = RunDecisions(
+            log=log,
+            runs=self.runs,
+            upstream=upstream,
+            plugins=plugins,
+            settings=self.settings,
+            working_dir=working_dir,
+            calls=self.calls,
+            ends=self.ends,
+            backoffs=self.backoffs,
+        )
+        self._overdue = Periodic(
+            self.end_overdue_runs, self.deadlines.interval, "gateway-kit-deadlines"
+        )
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks = TaskSet()
-        self.deadlines = RunDeadlines(self)
-        self.decisions = RunDecisions(self)
-        self.backoffs = RetryBackoffs(self)
+
+    @property
+    def pumps(self) -> Pumps | None:
+        """The pumps that report to this lifecycle (they set themselves here)."""
+        return self.decisions.pumps
+
+    @pumps.setter
+    def pumps(self, pumps: Pumps | None) -> None:
+        self.decisions.pumps = pumps
 
     # --- what the pump reports ---------------------------------------------------------------
 
@@ -83,7 +105,7 @@ class RunLifecycle:
 
     async def _finished(self, run: Run, event: Event) -> None:
         async with self.lock(run.run_id):
-            current = await asyncio.to_thread(self._current, run, event)
+            current = await self._current(run, event)
             if current is not None:
                 await self.decisions.finished(current)
 
@@ -93,7 +115,7 @@ class RunLifecycle:
 
     async def _errored(self, run: Run, event: Event) -> None:
         async with self.lock(run.run_id):
-            current = await asyncio.to_thread(self._current, run, event)
+            current = await self._current(run, event)
             if current is not None:
                 await self.decisions.errored(current, str(event.data.get("error", "")))
 
@@ -105,7 +127,7 @@ class RunLifecycle:
 
     async def _failed(self, run: Run, error: str) -> None:
         async with self.lock(run.run_id):
-            current = await asyncio.to_thread(self.store.get, run.run_id)
+            current = await self.runs.get(run.run_id)
             if current is None or not current.active:
                 return
             if current.upstream_request_id != run.upstream_request_id:
@@ -130,11 +152,15 @@ class RunLifecycle:
 
     async def _resume(self, run: Run) -> bool:
         async with self.lock(run.run_id):
-            current, settled, ends = await asyncio.to_thread(self._look_back, run.run_id)
-            if current is not None and settled:
-                self.cancel_soon(current)
-            if current is None or settled:
-                return settled
+            current = await self.runs.get(run.run_id)
+            if current is None or not current.active:
+                return False
+            terminal = await self.log.arun_end(run.run_id)
+            if terminal is not None:
+                await self.runs.settle(current, terminal)
+                self.calls.cancel_soon(current)
+                return True
+            ends = await run_events(self.log, run.run_id, (UPSTREAM_ERROR, UPSTREAM_FINISH))
             for event in ends:
                 if event.data.get("chat_request_id") != current.upstream_request_id:
                     continue
@@ -147,122 +173,36 @@ class RunLifecycle:
                     return True
             return False
 
-    def _look_back(self, run_id: str) -> tuple[Run | None, bool, list[Event]]:
-        """The run if active; whether its row was just brought in line with the end the log
-        holds; goose's ends of its requests, when the log holds none of the run's own."""
-        current = self.store.get(run_id)
-        if current is None or not current.active:
-            return None, False, []
-        terminal = self.log.run_end(run_id)
-        if terminal is not None:
-            self.store.settle(current, terminal)
-            return current, True, []
-        return current, False, read_all(self.log, run_id, (UPSTREAM_ERROR, UPSTREAM_FINISH))
+    # --- ends decided here -------------------------------------------------------------------
 
-    async def reply(
-        self,
-        session_id: str,
-        text: str,
-        request_id: str,
-        *,
-        override_conversation: list[dict[str, Any]] | None = None,
-        release: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        """goose's `reply`, each try answered within `reply_timeout` (`UpstreamTimeout` past
-        it): goose answers at once and works in the background, so a longer wait means a goose
-        that hangs. A reply refused because the session is busy is sent again within
-        `busy_wait` (`busy.py`), after `release()` has asked goose to drop what may still hold
-        the session."""
-        seconds = self.settings.reply_timeout
-
-        async def send() -> None:
-            try:
-                async with asyncio.timeout(seconds):
-                    await self.upstream.reply(
-                        session_id, text, request_id, override_conversation=override_conversation
-                    )
-            except TimeoutError:
-                call = f"the reply {request_id}"
-                raise UpstreamTimeout(NO_ANSWER.format(call=call, seconds=seconds)) from None
-
-        await reply_when_free(
-            send,
-            busy_wait=self.settings.busy_wait,
-            wanted=lambda: still_wanted(self.store, request_id),
-            release=release,
-        )
-
-    def cancel_soon(self, run: Run) -> None:
-        """Cancel the run's current goose request in the background (a reply that timed out
-        may have reached goose after all: nobody would read what it does)."""
-        self._tasks.start(self.cancel_current(run), name="gateway-kit-cancel")
-
-    async def cancel_current(self, run: Run) -> None:
-        request_id = run.upstream_request_id
-        try:
-            async with asyncio.timeout(self.settings.reply_timeout):
-                await self.upstream.cancel(run.session_id, request_id)
-        except TimeoutError:
-            seconds = self.settings.reply_timeout
-            call = f"the cancel of request {request_id}"
-            logger.warning(NO_ANSWER.format(call=call, seconds=seconds))
-        except UpstreamError as exc:  # goose answers 200 even for an unknown request
-            logger.warning("cancelling request %s failed: %s", request_id, exc)
-
-    async def end_run(
-        self,
-        run: Run,
-        type: str,
-        data: dict[str, Any],
-        status: RunStatus,
-        *,
-        before: Sequence[dict[str, Any]] = (),
-    ) -> Event | None:
-        """Append the run's terminal event, with its status and bill, unless it has ended; the
-        caller holds the run's lock."""
-        ended = await asyncio.to_thread(self._end_now, run, type, data, status, before)
-        if ended is not None:
-            self.billing.deliver_soon(run.run_id)
+    async def end_overdue_runs(self) -> list[Event]:
+        """End every active run past one of its limits (`RunDeadlines`), and ask goose to drop
+        its request (goose may still be working on it); the terminal events written here."""
+        runs = await self.runs.active_runs()
+        ended: list[Event] = []
+        for run, end in await self.deadlines.overdue(runs, time.time()):
+            event = await self.end_overdue(run, end)
+            if event is not None:
+                said_ended(run, event)
+                self.calls.cancel_soon(run)
+                ended.append(event)
         return ended
 
-    def _end_now(
-        self,
-        run: Run,
-        type: str,
-        data: dict[str, Any],
-        status: RunStatus,
-        before: Sequence[dict[str, Any]],
-    ) -> Event | None:
-        usage = run_usage(read_all(self.log, run.run_id, COUNTED), run.attempt)
-        body = {"type": type, **data, "status": status.value, "attempts": run.attempt}
-        body["usage"] = usage
-        # This process delivers the bill at once; a scan elsewhere takes over only if it has
-        # not been delivered by the time a claim of this process would have run out.
-        others_from = time.time() + self.settings.billing.claim_ttl
-
-        def also(transaction: Transaction, written: list[Event]) -> None:
-            write_ending(transaction, run, status, usage, others_from=others_from)
-
-        return self.log.end_run(run.stream, type, body, run_id=run.run_id, before=before, also=also)
-
-    async def end_overdue(
-        self, run: Run, type: str, data: dict[str, Any], status: RunStatus
-    ) -> Event | None:
-        """End a run the gateway stopped waiting for (`RunDeadlines`), unless it has ended."""
+    async def end_overdue(self, run: Run, end: End) -> Event | None:
+        """End a run the gateway stopped waiting for, unless it has ended."""
         lock = self.lock(run.run_id)
         if lock.locked():
             return None  # being decided here (its guards, say): not hanging on goose
         async with lock:
-            current = await asyncio.to_thread(self.store.get, run.run_id)
+            current = await self.runs.get(run.run_id)
             if current is None or not current.active:
                 return None
-            return await self.end_run(current, type, data, status)
+            return await self.ends.write(current, end)
 
     async def end_unstarted(self, run: Run, error: str) -> Event | None:
         """End a run goose never took (its `reply` was refused) with an `Error`."""
         async with self.lock(run.run_id):
-            data = {"error": error, "error_class": None}
-            return await self.end_run(run, ERROR, data, RunStatus.FAILED)
+            return await self.ends.write(run, failed(error))
 
     async def settle_ended(self, run: Run) -> bool:
         """True when the log already ends the run; its row, if still active, is brought in line
@@ -274,9 +214,23 @@ class RunLifecycle:
         terminal = await self.log.arun_end(run.run_id)
         if terminal is None:
             return False
-        if await asyncio.to_thread(self.store.settle, run, terminal):
-            await self.cancel_current(run)
+        if await self.runs.settle(run, terminal):
+            await self.calls.cancel(run)
         return True
+
+    async def _retry_due(self, run: Run, retry: PendingRetry) -> None:
+        """A retry's backoff is over: send it, unless the run ended or moved on meanwhile; a
+        run cancelled meanwhile ends as cancelled."""
+        async with self.lock(run.run_id):
+            current = await self.runs.get(run.run_id)
+            if current is None or not current.active:
+                return
+            if current.upstream_request_id != run.upstream_request_id:
+                return  # another decision moved the run on meanwhile
+            if current.cancel_requested:
+                await self.ends.write(current, CANCELLED)
+                return
+            await self.decisions.send_retry(current, retry)
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -299,9 +253,9 @@ class RunLifecycle:
                 del self._locks[key]
         return lock
 
-    def _current(self, run: Run, event: Event) -> Run | None:
+    async def _current(self, run: Run, event: Event) -> Run | None:
         """The run as it is now, if `event` is about its current attempt and it is active."""
-        current = self.store.get(run.run_id)
+        current = await self.runs.get(run.run_id)
         if current is None or not current.active:
             return None
         if event.data.get("chat_request_id", current.upstream_request_id) != (
@@ -314,13 +268,14 @@ class RunLifecycle:
 
     async def start(self) -> None:
         await self.billing.start()
-        self.deadlines.start()
+        self._overdue.start()
 
     async def stop(self) -> None:
         await self.backoffs.stop()
         await self.billing.stop()
-        await self.deadlines.stop()
+        await self._overdue.stop()
         await self._tasks.stop()
+        await self.calls.stop()
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

@@ -4,7 +4,6 @@ cancel it; only an explicit cancel does. One active run per stream, and at most
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 import uuid
@@ -25,6 +24,7 @@ from ..identity.tokens import check_user_id
 from ..log import EventLog
 from ..log.event import check_name
 from ..settings import DEFAULT_WORKING_DIR
+from .async_store import AsyncRunStore
 from .events import CANCEL_REQUESTED, RUN_STARTED
 from .lifecycle import RunLifecycle
 from .model import Attempt, Run, RunStatus
@@ -65,10 +65,12 @@ class RunService:
     ) -> None:
         self.log = log
         self.store = store
+        self.runs = AsyncRunStore(store)
         self.upstream = upstream
         self.pumps = pumps
         # The one the pumps share: a run's end is decided under one per-run lock.
         self.lifecycle = lifecycle
+        self.calls = lifecycle.calls
         self.working_dir = working_dir
 
     async def start(
@@ -103,7 +105,7 @@ class RunService:
         max_active = self.lifecycle.settings.max_active_runs_per_user
         starter = None if user is None else starter_of(user)
         if starter is not None:
-            active = await asyncio.to_thread(self.store.active_count, starter)
+            active = await self.runs.active_count(starter)
             if active >= max_active:
                 raise TooManyActiveRuns(TOO_MANY_ACTIVE.format(user=user, active=active))
         claim_for = await admit(stream) if admit is not None else None
@@ -133,10 +135,10 @@ class RunService:
             await self.log.aappend(stream, RUN_STARTED, started, run_id=run_id)
         except BaseException:
             # A run that never got its first event must not hold the stream for good.
-            await asyncio.to_thread(self.store.end, run_id, RunStatus.FAILED)
+            await self.runs.end(run_id, RunStatus.FAILED)
             raise
         try:
-            await self.lifecycle.reply(
+            await self.calls.reply(
                 binding.session_id,
                 message,
                 run.upstream_request_id,
@@ -145,7 +147,7 @@ class RunService:
         except UpstreamError as exc:
             await self._refused(run, exc)
             if isinstance(exc, UpstreamTimeout):
-                self.lifecycle.cancel_soon(run)
+                self.calls.cancel_soon(run)
             if isinstance(exc, SessionBusy):
                 raise RunConflict(str(exc)) from exc
             raise
@@ -155,15 +157,15 @@ class RunService:
     async def _drop_previous(self, session_id: str) -> None:
         """Ask goose to drop the request of the session's run before this one: it has ended
         for the gateway, yet may still keep the session busy."""
-        previous = await asyncio.to_thread(self.store.latest_ended_run, session_id)
+        previous = await self.runs.latest_ended_run(session_id)
         if previous is not None:
-            await self.lifecycle.cancel_current(previous)
+            await self.calls.cancel(previous)
 
     async def _binding(self, stream: str) -> SessionBinding:
         """The goose session serving `stream`, started now if it has none. A session id that
         still serves another stream's active run (goose handed it out again) is an
         `UpstreamError`: goose's answer cannot be used."""
-        binding = await asyncio.to_thread(self.store.binding, stream)
+        binding = await self.runs.binding(stream)
         if binding is not None:
             return binding
         session = await self.upstream.start_session(self.working_dir)
@@ -173,7 +175,7 @@ class RunService:
         newest = await self.log.alatest()
         after = 0 if newest is None else newest.seq
         try:
-            return await asyncio.to_thread(self.store.bind, stream, session.id, after)
+            return await self.runs.bind(stream, session.id, after)
         except SessionIdTaken as exc:
             raise UpstreamError(str(exc)) from None
 
@@ -186,22 +188,18 @@ class RunService:
     ) -> None:
         """Record `run`, first of all: the database's one-active-run index settles races
         between processes, as the count of its starter's active runs does."""
-
-        def create(claiming: str | None) -> None:
-            self.store.create(run, claiming, max_active=max_active, bound=True)
-
         try:
-            await asyncio.to_thread(create, claim_for)
+            await self.runs.create(run, claim_for, max_active=max_active, bound=True)
         except StreamTaken:
             # Written to, or taken, since `admit` looked: it decides again, on what is there.
             if admit is None or await admit(run.stream) is not None:
                 raise RunConflict(CLAIM_RACE.format(stream=run.stream)) from None
-            await asyncio.to_thread(create, None)
+            await self.runs.create(run, None, max_active=max_active, bound=True)
 
     async def _settle_ended(self, stream: str) -> None:
         """`RunConflict` while the stream's run is active; a run whose terminal event is in the
         log has ended, even if the process that appended it has not recorded that yet."""
-        active = await asyncio.to_thread(self.store.active_run, stream)
+        active = await self.runs.active_run(stream)
         if active is not None and not await self.lifecycle.settle_ended(active):
             raise RunConflict(f"stream {stream!r} already has an active run")
 
@@ -219,25 +217,25 @@ class RunService:
             await admit(run.stream)
         if not run.active or run.cancel_requested:
             return run
-        await asyncio.to_thread(self.store.request_cancel, run_id)
+        await self.runs.request_cancel(run_id)
         await self.log.aappend(run.stream, CANCEL_REQUESTED, {"run_id": run_id}, run_id=run_id)
         self.lifecycle.backoffs.cancel_noted(run_id)
         await self.upstream.cancel(run.session_id, run.upstream_request_id)
         self.pumps.ensure(run.session_id)
-        return await asyncio.to_thread(self.store.get, run_id) or run
+        return await self.runs.get(run_id) or run
 
     async def get(self, run_id: str) -> Run:
         try:
             check_name("run_id", run_id)
         except InvalidEvent:
             raise RunNotFound(NO_RUN.format(run_id=run_id)) from None
-        run = await asyncio.to_thread(self.store.get, run_id)
+        run = await self.runs.get(run_id)
         if run is None:
             raise RunNotFound(NO_RUN.format(run_id=run_id))
         return run
 
     async def attempts(self, run_id: str) -> list[Attempt]:
-        return await asyncio.to_thread(self.store.attempts, run_id)
+        return await self.runs.attempts(run_id)
 
     async def startup(self) -> None:
         await self.pumps.start()

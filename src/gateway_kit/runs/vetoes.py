@@ -2,8 +2,7 @@
 writes itself (`owned_run`): the `FollowUpStarted` event of each follow-up turn and, once the
 guards have given up, the `guard_failed` event, a warning in the log, and a `Finish` whose data
 says ``"guard_failed": true`` (a client reading only a run's end never sees a plain success).
-Guards give up past the follow-up budget, or at once when a guard failed (`GuardFailure`): it
-checked nothing, and no follow-up turn of the agent can change that.
+When the guards give up is `decide`'s rule (`ending.py`).
 """
 
 from __future__ import annotations
@@ -39,17 +38,28 @@ def follow_up_started(
     }
 
 
-def guards_gave_up(
-    run_id: str, reasons: Sequence[str], missing: Sequence[str], follow_ups: int
+def guard_failed_data(
+    reasons: Sequence[str], missing: Sequence[str], follow_ups: int
 ) -> dict[str, Any]:
-    """The data of the run's `guard_failed` event, after the warning that says so."""
-    logger.warning(GUARD_FAILED_WARNING, run_id, follow_ups, "; ".join(reasons))
+    """The data of the `guard_failed` event of a run whose guards gave up."""
     return {
         "type": GUARD_FAILED,
         "reasons": list(reasons),
         "missing": list(missing),
         "follow_ups": follow_ups,
     }
+
+
+def guard_failed_before(
+    run_id: str, stream: str, guard_failed: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The events written just before the run's end: its `guard_failed` event, with the data
+    `guard_failed`, when its guards gave up (a warning in the log says so too)."""
+    if guard_failed is None:
+        return []
+    reasons = "; ".join(guard_failed["reasons"])
+    logger.warning(GUARD_FAILED_WARNING, run_id, guard_failed["follow_ups"], reasons)
+    return [{"stream": stream, "type": GUARD_FAILED, "data": dict(guard_failed)}]
 
 
 def flagged_finish(data: Mapping[str, Any]) -> dict[str, Any]:
