@@ -73,7 +73,9 @@ def describe(exc: BaseException) -> str:
 
 
 class OwnedRun:
-    """A run of `stream` that this process writes; see the module docstring.
+    """A run of `stream` that this process writes, for ``with owned_run(...) as run:``
+    (`owned_run` is this class): it ends with `Finish` when the block ends, with `Error` when
+    it raises or when the process dies; see the module docstring.
 
     :param log: the log the run's events go to.
     :param stream: the conversation the run belongs to.
@@ -297,29 +299,6 @@ class OwnedRun:
         return f"OwnedRun(stream={self.stream!r}, run_id={self.run_id!r})"
 
 
-def owned_run(
-    log: EventLog,
-    *,
-    stream: str,
-    run_id: str | None = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    owner: str | None = None,
-    guards: RunGuards | None = None,
-    follow_up: FollowUp | None = None,
-    tmux_session: str | None = None,
-) -> OwnedRun:
-    """A run of `stream` this process writes, for ``with owned_run(...) as run:``: it ends with
-    `Finish` when the block ends, with `Error` when it raises or when the process dies.
-    `owner` names the user the run is written for (the stream's owner unless it has one);
-    `guards` and `follow_up` hold the run to finish guards; `tmux_session` binds the stream
-    to the tmux session the run is for (`OwnedRun`)."""
-    return OwnedRun(
-        log,
-        stream=stream,
-        run_id=run_id,
-        lease_ttl=lease_ttl,
-        owner=owner,
-        guards=guards,
-        follow_up=follow_up,
-        tmux_session=tmux_session,
-    )
+# `with owned_run(log, stream=...) as run:` reads as what it does; the run it opens is an
+# `OwnedRun`, made with the same arguments.
+owned_run = OwnedRun
