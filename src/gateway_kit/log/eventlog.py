@@ -12,9 +12,9 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..exceptions import DatabaseUnavailable, InvalidCursor, InvalidEvent, LogClosed
 from ..settings import DEFAULT_DATABASE_URL, check_database_url
@@ -55,6 +55,26 @@ HELD_BACK_RECHECK_SECONDS = 0.02
 WATCH_LOST = "the log watcher lost the database (%s); listening again in %.2g s"
 WATCH_FAILED = "the log watcher failed; listening again in %.2g s"
 WATCH_BACK = "the log watcher listens again"
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def async_twin(
+    method: Callable[Concatenate[EventLog, P], R],
+) -> Callable[Concatenate[EventLog, P], Coroutine[Any, Any, R]]:
+    """The `a*` face of a sync method: the same call, taking the same arguments, made in a
+    worker thread, so that an event loop never waits for the database."""
+
+    @functools.wraps(method)
+    async def twin(self: EventLog, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    twin.__name__ = "a" + method.__name__
+    twin.__qualname__ = f"EventLog.{twin.__name__}"
+    twin.__doc__ = f"The async twin of `{method.__name__}`, taking the same arguments."
+    return twin
 
 
 def open_backend(url: str) -> Backend:
@@ -149,19 +169,8 @@ class EventLog:
             return []
         return self._submit(items)
 
-    async def aappend(
-        self,
-        stream: str,
-        type: str,
-        data: Mapping[str, Any] | None = None,
-        run_id: str | None = None,
-        upstream_event_id: str | None = None,
-    ) -> Event:
-        return await asyncio.to_thread(self.append, stream, type, data, run_id, upstream_event_id)
-
-    async def aappend_many(self, events: Iterable[Mapping[str, Any]]) -> list[Event]:
-        items = list(events)
-        return await asyncio.to_thread(self.append_many, items)
+    aappend = async_twin(append)
+    aappend_many = async_twin(append_many)
 
     def _prepare(self, fields: Mapping[str, Any]) -> NewEvent:
         unknown = set(fields) - FIELDS
@@ -223,16 +232,7 @@ class EventLog:
         self._announce(events)
         return events[-1]
 
-    async def aend_run(
-        self,
-        stream: str,
-        type: str,
-        data: Mapping[str, Any] | None = None,
-        **options: Any,
-    ) -> Event | None:
-        """The async twin of `end_run`, taking the same keyword arguments."""
-        call = functools.partial(self.end_run, stream, type, data, **options)
-        return await asyncio.to_thread(call)
+    aend_run = async_twin(end_run)
 
     def append_with(
         self,
@@ -340,28 +340,13 @@ class EventLog:
         self._check_open()
         return self._backend.read(after, stream, run_id, limit, wanted, settled, max_bytes)
 
-    async def aread(
-        self,
-        after: int = 0,
-        stream: str | None = None,
-        limit: int = DEFAULT_READ_LIMIT,
-        *,
-        run_id: str | None = None,
-        types: Iterable[str] = (),
-        settled: bool = True,
-        max_bytes: int | None = None,
-    ) -> list[Event]:
-        read = functools.partial(
-            self.read, run_id=run_id, types=tuple(types), settled=settled, max_bytes=max_bytes
-        )
-        return await asyncio.to_thread(read, after, stream, limit)
+    aread = async_twin(read)
 
     def last_seq(self, stream: str | None = None) -> int:
         self._check_open()
         return self._backend.last_seq(stream)
 
-    async def alast_seq(self, stream: str | None = None) -> int:
-        return await asyncio.to_thread(self.last_seq, stream)
+    alast_seq = async_twin(last_seq)
 
     def latest(
         self,
@@ -390,12 +375,8 @@ class EventLog:
         self._check_open()
         return self._backend.latest(Latest(run_id=run_id, terminal=True))
 
-    async def arun_end(self, run_id: str) -> Event | None:
-        return await asyncio.to_thread(self.run_end, run_id)
-
-    async def alatest(self, stream: str | None = None, **fields: Any) -> Event | None:
-        """The async twin of `latest`, taking the same keyword arguments."""
-        return await asyncio.to_thread(functools.partial(self.latest, stream, **fields))
+    alatest = async_twin(latest)
+    arun_end = async_twin(run_end)
 
     async def tail(
         self,
