@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from gateway_kit import EventLog, hookimpl
+from gateway_kit.app_runs.live import LiveOwnedRuns
 from gateway_kit.app_runs.owned import owned_run
 from gateway_kit.bindings.tmux_sessions import bindings_of
 from gateway_kit.execution.decider import HeartbeatDecider, InvalidTmuxSession
@@ -22,6 +23,7 @@ from gateway_kit.execution.request_rows import RECENT, RequestRows
 from gateway_kit.execution.settings import ExecutionSettings
 from gateway_kit.execution.state import Outcome, RequestRecord, State
 from gateway_kit.execution.tables import requests
+from gateway_kit.execution.work import ActiveWork
 from gateway_kit.hooks import PluginContext, Plugins
 
 TMUX = "agent-1"
@@ -47,8 +49,10 @@ def decider(
     log: EventLog, clock: Clock, *extra: object, recorder: ExecutionRecorder | None = None
 ) -> HeartbeatDecider:
     settings = ExecutionSettings(response_timeout=120.0, grace=5.0, fallback_timeout=0.5)
+    # The runs an app writes itself, as a gateway hands them in.
+    work = ActiveWork(log, active_runs=[LiveOwnedRuns(log).of_streams])
     return HeartbeatDecider(
-        log, plugins(log, *extra), settings=settings, recorder=recorder, clock=clock
+        log, plugins(log, *extra), settings=settings, recorder=recorder, work=work, clock=clock
     )
 
 

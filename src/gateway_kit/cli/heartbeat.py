@@ -20,11 +20,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from ..app_runs.live import LiveOwnedRuns
 from ..exceptions import GatewayKitError, SettingsError
 from ..execution.decider import HeartbeatDecider, HeartbeatDecision, check_tmux_session
 from ..execution.tmux import Tmux, TmuxError
+from ..execution.work import ActiveWork
 from ..hooks import PluginContext, Plugins
 from ..log import EventLog
+from ..runs.store import RunStore
 from .durable import refuses_in_memory
 
 DURATION = re.compile(r"(?P<amount>[0-9]+(?:\.[0-9]+)?)(?P<unit>ms|s|m|h)?")
@@ -82,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
     config = {TMUX_PLUGIN: {"socket_name": args.tmux_socket}} if args.tmux_socket else {}
     with EventLog(args.db) as log:
         plugins = Plugins(config=config, context=PluginContext(log=log))
-        decider = HeartbeatDecider(log, plugins)
+        # The runs of both kinds keep a bound session busy, as in a gateway.
+        runs = [RunStore(log).active_of_streams, LiveOwnedRuns(log).of_streams]
+        decider = HeartbeatDecider(log, plugins, work=ActiveWork(log, active_runs=runs))
         rounds = 0
         while True:
             failed = one_round(decider, tmux, tmux_session, message, as_json=args.json)

@@ -182,7 +182,8 @@ class HeartbeatDecider:
     :param settings: the timings.
     :param recorder: this process's recorder, flushed before each decision so that what this
         process saw is in it.
-    :param work: what else keeps a session busy (active runs, pending approvals).
+    :param work: what else keeps a session busy (active runs, pending approvals), as their
+        keepers hand it in; by default the bindings alone, with no run nor approval to read.
     :param clock: the time of decisions (epoch seconds).
     """
 

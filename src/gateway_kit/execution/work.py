@@ -1,36 +1,25 @@
 """`ActiveWork`: what keeps a tmux session busy besides its requests: the active runs of the
 streams bound to it, gateway runs and runs the app writes itself, and the approvals they wait
 for (a pane waiting for a human is never idle: text typed there would answer its prompt).
+
+Execution keeps none of these facts: whoever keeps them hands in how to read them (the run
+store, the owned runs' leases, the approval service), as the composition of a gateway does.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
-from ..app_runs.lease_names import LEASE_PREFIX, owned_run_of
 from ..bindings.tmux_sessions import bindings_of
-from ..coordination.tables import leases
 from ..log import EventLog
-from ..runs.model import RunStatus
-from ..runs.tables import runs
-
-ACTIVE_RUNS = sa.select(runs.c.run_id).where(
-    runs.c.stream == sa.bindparam("stream"),
-    runs.c.status == RunStatus.ACTIVE.value,
-)
-# Owned runs hold a lease named after their stream while their writer lives.
-OWNED_RUNS = sa.select(leases.c.name).where(
-    leases.c.name.startswith(LEASE_PREFIX), leases.c.expires_at >= sa.bindparam("now")
-)
 
 # Of each list of work, the items a decision's evidence names.
 MAX_SHOWN = 10
 
+# The active runs of some streams, by whoever keeps them: (stream, run id) pairs.
+ActiveRuns = Callable[[Sequence[str]], Sequence[tuple[str, str]]]
 # Pending approvals of some streams, by whoever keeps them: (stream, approval id) pairs.
 PendingApprovals = Callable[[Sequence[str]], Sequence[tuple[str, str]]]
 
@@ -61,11 +50,21 @@ class Work:
 
 
 class ActiveWork:
-    """:param pending_approvals: where pending approvals are read, once there are any."""
+    """:param log: the log whose bindings say which streams a tmux session drives.
+    :param active_runs: where active runs are read, each kind from its keeper (the gateway's
+        runs, the runs the app writes itself); none, and no run keeps a session busy.
+    :param pending_approvals: where pending approvals are read, once there are any.
+    """
 
-    def __init__(self, log: EventLog, *, pending_approvals: PendingApprovals | None = None) -> None:
-        self.log = log
+    def __init__(
+        self,
+        log: EventLog,
+        *,
+        active_runs: Iterable[ActiveRuns] = (),
+        pending_approvals: PendingApprovals | None = None,
+    ) -> None:
         self.bindings = bindings_of(log)
+        self.active_runs = tuple(active_runs)
         self.pending_approvals = pending_approvals
 
     def of(self, tmux_session: str) -> Work:
@@ -73,17 +72,7 @@ class ActiveWork:
         streams = self.bindings.streams_of(tmux_session)
         if not streams:
             return Work()
-        tables = self.log.tables
-        active = [
-            row.run_id
-            for stream in streams
-            for row in tables.select(ACTIVE_RUNS, {"stream": stream})
-        ]
-        bound = set(streams)
-        for row in tables.select(OWNED_RUNS, {"now": time.time()}):
-            owned = owned_run_of(row.name)
-            if owned is not None and owned[0] in bound:
-                active.append(owned[1])
+        active = [run for source in self.active_runs for _, run in source(streams)]
         approvals: list[str] = []
         if self.pending_approvals is not None:
             approvals = [approval for _, approval in self.pending_approvals(streams)]

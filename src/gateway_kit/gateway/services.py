@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..app_runs.guards import RunGuards
+from ..app_runs.live import LiveOwnedRuns
 from ..app_runs.sweeper import OwnedRunSweeper
 from ..approvals.delivery import ApprovalDelivery
 from ..approvals.legacy import legacy_events
@@ -267,6 +268,8 @@ def build_services(
         observe=observe_execution,
         work=ActiveWork(
             log,
+            # Handed in: execution reads neither the run tables nor the owned runs' leases.
+            active_runs=[RunStore(log).active_of_streams, LiveOwnedRuns(log).of_streams],
             pending_approvals=None if approvals is None else approvals.service.pending_of_streams,
         ),
     )

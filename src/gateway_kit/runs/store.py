@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -279,6 +280,14 @@ class RunStore(SessionBindings, Bills):
     def active_run(self, stream: str) -> Run | None:
         row = self._first(ACTIVE_RUN_OF_STREAM, {"stream": stream})
         return None if row is None else _run(row)
+
+    def active_of_streams(self, streams: Sequence[str]) -> list[tuple[str, str]]:
+        """(stream, run id) of the active run of each of `streams` that has one."""
+        return [
+            (stream, row.run_id)
+            for stream in streams
+            for row in self._rows(ACTIVE_RUN_OF_STREAM, {"stream": stream})
+        ]
 
     def active_runs(self, session_id: str | None = None) -> list[Run]:
         if session_id is None:
