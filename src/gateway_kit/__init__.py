@@ -2,6 +2,7 @@
 
 from .app_runs.guards import RunGuards
 from .app_runs.owned import OwnedRun, owned_run
+from .app_runs.settings import AppRunSettings
 from .app_runs.sweeper import OwnedRunSweeper
 from .app_runs.sweeping import SweepOwnedRuns
 from .approvals import Approval, ApprovalService, ApprovalSettings
@@ -43,24 +44,30 @@ from .execution.routes import HeartbeatRoutes
 from .execution.settings import ExecutionSettings
 from .execution.state import ExecutionState
 from .execution.tmux import Tmux, TmuxError
-from .gateway import Gateway, LegacySurfaces
+from .gateway import Gateway, GatewaySettings, LegacySurfaces, Part, Services
 from .hooks import GuardFailure, GuardVeto, PluginContext, Plugins, RecoveryPlan, hookimpl
+from .hooks.settings import PluginSettings
 from .http.fallback import PrefixNotFound
 from .http.lifespan import Lifespan, Work
 from .http.middleware import Middleware
 from .http.mount import Mount
+from .http.settings import HttpSettings
 from .identity.middleware import IdentityMiddleware
 from .identity.owners import StreamOwners
+from .identity.settings import IdentitySettings
 from .identity.ticket_routes import TicketRoutes
 from .log import Event, EventLog
 from .principal import ANONYMOUS, Principal
 from .runs import Run, RunStatus
+from .runs.billing import BillingSettings
 from .runs.lifecycle_settings import LifecycleSettings
 from .runs.routes import RunRoutes
+from .runs.settings import RunSettings
 from .runs.transcript import ToolCall, final_assistant_text, tool_calls
-from .settings import GatewaySettings
 from .sockets import PresenceRoutes, SocketServer
+from .sockets.settings import SocketSettings
 from .streams import LegacyTaskPoll, StreamRoutes
+from .streams.settings import StreamSettings
 from .streams.task_shape import PolledTask, TaskEvent, TaskPollShape
 from .upstream import GooseUpstream
 from .upstream.pump import PumpSettings
@@ -69,6 +76,7 @@ from .wrapped import WrappedApp
 
 __all__ = [
     "ANONYMOUS",
+    "AppRunSettings",
     "Approval",
     "ApprovalClosed",
     "ApprovalError",
@@ -78,6 +86,7 @@ __all__ = [
     "ApprovalService",
     "ApprovalSettings",
     "ArgumentsChanged",
+    "BillingSettings",
     "DatabaseUnavailable",
     "Event",
     "EventLog",
@@ -95,7 +104,9 @@ __all__ = [
     "HeartbeatDecider",
     "HeartbeatDecision",
     "HeartbeatRoutes",
+    "HttpSettings",
     "IdentityMiddleware",
+    "IdentitySettings",
     "InvalidCursor",
     "InvalidEvent",
     "LegacySurfaces",
@@ -107,9 +118,11 @@ __all__ = [
     "Mount",
     "OwnedRun",
     "OwnedRunSweeper",
+    "Part",
     "PayloadTooLarge",
     "PluginContext",
     "PluginError",
+    "PluginSettings",
     "Plugins",
     "PolledTask",
     "PrefixNotFound",
@@ -123,13 +136,17 @@ __all__ = [
     "RunGuards",
     "RunNotFound",
     "RunRoutes",
+    "RunSettings",
     "RunStatus",
+    "Services",
     "SessionBusy",
     "SessionNotFound",
     "SettingsError",
     "SocketServer",
+    "SocketSettings",
     "StreamOwners",
     "StreamRoutes",
+    "StreamSettings",
     "SweepOwnedRuns",
     "TaskEvent",
     "TaskPollShape",

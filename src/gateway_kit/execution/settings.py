@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..exceptions import SettingsError
 from ..settings import check_seconds
 from .request_rows import PROCESS_TTL
 from .state import DEFAULT_GRACE, DEFAULT_RESPONSE_TIMEOUT, Timings
@@ -27,6 +28,9 @@ class ExecutionSettings:
         every third of that.
     :param retention: seconds ended requests and decisions are kept.
     :param prune_interval: seconds between two prunings of what is older.
+    :param observe: observe the wrapped app's requests per tmux session (the
+        `resolve_tmux_session` hook says whose); False leaves them unobserved, and every
+        session's state then comes from its runs alone, or the fallback.
     """
 
     response_timeout: float = DEFAULT_RESPONSE_TIMEOUT
@@ -35,11 +39,16 @@ class ExecutionSettings:
     process_ttl: float = PROCESS_TTL
     retention: float = DEFAULT_RETENTION
     prune_interval: float = DEFAULT_PRUNE_INTERVAL
+    observe: bool = True
 
     def __post_init__(self) -> None:
         self.timings  # checks response_timeout and grace  # noqa: B018
         for name in ("fallback_timeout", "process_ttl", "retention", "prune_interval"):
             check_seconds(name, getattr(self, name))
+        if not isinstance(self.observe, bool):
+            raise SettingsError(
+                f"ExecutionSettings.observe must be True or False, got {self.observe!r}"
+            )
 
     @property
     def timings(self) -> Timings:

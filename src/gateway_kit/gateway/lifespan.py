@@ -3,20 +3,20 @@
 In the order the parts used to act on the lifespan, which is also the order of the shutdown:
 the owned-run sweeper, the streams (closed first of what clients hold, so a server's shutdown
 is not kept waiting by them), the session pumps, the run lifecycle (its billing outbox and
-deadlines), the upstream's connections, and the Socket.IO server (its presence checks, rooms
-and connections). The credential view starts with the lifespan too; without one it starts
-when a credential is first checked.
+deadlines), each part's own work (`Part.work`: the approvals' deliveries, the execution
+state, ...), the upstream's connections (after the parts: approvals are delivered through
+them), and the Socket.IO server (its presence checks, rooms and connections). The credential
+view starts with the lifespan too; without one it starts when a credential is first checked.
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Sequence
 
-from ..bindings.tmux_sessions import REFRESH_INTERVAL
-from ..coordination.periodic import Periodic
 from ..http.lifespan import Work, nothing
 from ..identity.credentials import CredentialView
-from .services import ApprovalParts, ExecutionParts, Services
+from .parts import Part
+from .services import Services
 
 
 def credential_refresh(view: CredentialView) -> Work:
@@ -27,45 +27,7 @@ def credential_refresh(view: CredentialView) -> Work:
     return Work("credential view", start, on_request=False)
 
 
-def execution_work(execution: ExecutionParts) -> list[Work]:
-    bindings, decider = execution.bindings, execution.decider
-
-    async def refresh() -> None:
-        await asyncio.to_thread(bindings.refresh)
-
-    refreshing = Periodic(refresh, REFRESH_INTERVAL, "tmux bindings refresh")
-    pruning = Periodic(decider.prune, decider.settings.prune_interval, "execution state pruning")
-
-    async def start() -> None:
-        refreshing.start()
-        pruning.start()
-
-    async def stop() -> None:
-        await refreshing.stop()
-        await pruning.stop()
-
-    work = [Work("execution state", start, stop)]
-    recorder = execution.recorder
-    if recorder is not None:
-        work.append(Work("execution recorder", recorder.start, recorder.stop))
-    return work
-
-
-def approval_work(approvals: ApprovalParts) -> Work:
-    service, delivery = approvals.service, approvals.delivery
-    sweeping = Periodic(service.sweep, service.settings.sweep_interval, "approvals sweep")
-
-    async def start() -> None:
-        sweeping.start()
-
-    async def stop() -> None:
-        await sweeping.stop()
-        await delivery.stop()
-
-    return Work("approvals", start, stop)
-
-
-def background_work(services: Services) -> list[Work]:
+def background_work(services: Services, parts: Sequence[Part] = ()) -> list[Work]:
     sweeper, streams = services.sweeper, services.streams
     work = [
         credential_refresh(services.credentials),
@@ -79,11 +41,10 @@ def background_work(services: Services) -> list[Work]:
             Work("session pumps", runs.pumps.start, runs.pumps.stop),
             Work("run lifecycle", runs.lifecycle.start, runs.lifecycle.stop),
         ]
-        if services.approvals is not None:
-            work.append(approval_work(services.approvals))
-        # Last of the runs' work: the approvals' deliveries use the connections.
+    for part in parts:
+        work += part.work
+    if runs is not None:
         work.append(Work("upstream connections", nothing, runs.upstream.aclose))
-    work += execution_work(services.execution)
     sockets = services.sockets
     if sockets is not None:
         # Its presence checks run with a lifespan only, as they always have.

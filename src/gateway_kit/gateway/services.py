@@ -3,11 +3,13 @@
 Everything is built here, once, and handed to the parts that use it: one `Plugins`, one
 `StreamService`, one `RunStore` and one `RunLifecycle` shared by the run service and the pumps
 (so a run's end is decided under one per-run lock), one Socket.IO server. No part builds a
-collaborator of its own when it is part of a gateway.
+collaborator of its own when it is part of a gateway. Each service is tuned by its part's
+options in `GatewaySettings`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,10 +24,8 @@ from ..approvals.service import ApprovalService
 from ..approvals.settings import ApprovalSettings
 from ..approvals.store import ApprovalStore
 from ..approvals.watch import ApprovalWatch
-from ..bindings.claims import claims_of
 from ..bindings.tmux_sessions import TmuxBindings, bindings_of
 from ..execution.decider import HeartbeatDecider
-from ..execution.observer import ExecutionObserver, held_only
 from ..execution.recorder import ExecutionRecorder
 from ..execution.request_rows import RequestRows
 from ..execution.settings import ExecutionSettings
@@ -38,18 +38,16 @@ from ..identity.logins import EndedLogins
 from ..identity.tickets import SocketTickets
 from ..log import EventLog
 from ..runs.lifecycle import RunLifecycle
-from ..runs.lifecycle_settings import LifecycleSettings, with_limits
 from ..runs.service import RunService
 from ..runs.store import RunStore
-from ..settings import GatewaySettings
 from ..sockets import SocketServer
 from ..streams import StreamOptions, StreamService
 from ..types import ASGIApp
 from ..upstream.goose import GooseUpstream
-from ..upstream.pump import PumpSettings
 from ..upstream.pumps import PumpManager
-from ..usage import UsageLedger
 from ..wrapped import WrappedApp
+from .legacy import LegacySurfaces
+from .settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +94,8 @@ class Services:
 
     log: EventLog
     settings: GatewaySettings
+    prefix: str
+    legacy: LegacySurfaces
     plugins: Plugins
     wrapped: WrappedApp
     credentials: CredentialView
@@ -107,9 +107,9 @@ class Services:
     logins: CookieLogins | None
     sockets: SocketServer | None
     socketio: ASGIApp  # the gateway's Socket.IO server, or the application given instead
-    usage: UsageLedger  # read by the usage routes; the usage_ledger plugin writes its own
     execution: ExecutionParts
     approvals: ApprovalParts | None = None
+    # Around the wrapped app alone, outermost first, as given (the parts add their own).
     app_middleware: list[Middleware] = field(default_factory=list)
 
 
@@ -119,6 +119,7 @@ def build_plugins(
     log: EventLog,
     app: object | None,
     settings: GatewaySettings,
+    prefix: str,
     config: Mapping[str, Mapping[str, Any]] | None,
     load_entry_points: bool,
     block: Iterable[str],
@@ -128,9 +129,9 @@ def build_plugins(
         config=config,
         load_entry_points=load_entry_points,
         block=block,
-        timeout=settings.plugin_timeout,
-        context=PluginContext(log=log, app=app, prefix=settings.prefix),
-        hung_limit=settings.plugin_hung_limit,
+        timeout=settings.plugins.timeout,
+        context=PluginContext(log=log, app=app, prefix=prefix),
+        hung_limit=settings.plugins.hung_limit,
     )
 
 
@@ -152,8 +153,6 @@ def build_runs(
     upstream: GooseUpstream,
     plugins: Plugins,
     settings: GatewaySettings,
-    pump_settings: PumpSettings | None,
-    lifecycle_settings: LifecycleSettings | None,
     approvals: ApprovalService | None = None,
 ) -> RunParts:
     store = RunStore(log)
@@ -162,20 +161,14 @@ def build_runs(
         store=store,
         upstream=upstream,
         plugins=plugins,
-        settings=with_limits(
-            lifecycle_settings,
-            reply_timeout=settings.reply_timeout,
-            cancel_deadline=settings.cancel_deadline,
-            max_run_duration=settings.max_run_duration,
-        ),
-        working_dir=settings.working_dir,
+        settings=settings.lifecycle,
+        working_dir=settings.runs.working_dir,
     )
     pumps = PumpManager(
         log=log,
         store=store,
         upstream=upstream,
-        settings=pump_settings,
-        scan_interval=settings.pump_scan_interval,
+        settings=settings.pumps,
         lifecycle=lifecycle,
         watcher=None if approvals is None else ApprovalWatch(approvals),
     )
@@ -185,7 +178,7 @@ def build_runs(
         upstream=upstream,
         pumps=pumps,
         lifecycle=lifecycle,
-        working_dir=settings.working_dir,
+        working_dir=settings.runs.working_dir,
     )
     return RunParts(store, lifecycle, pumps, service, upstream)
 
@@ -197,48 +190,47 @@ def build_services(
     upstream: GooseUpstream | None,
     plugins: Plugins,
     settings: GatewaySettings,
-    pump_settings: PumpSettings | None = None,
-    lifecycle_settings: LifecycleSettings | None = None,
+    prefix: str,
+    approval_expiry: float,
+    legacy: LegacySurfaces,
     socketio: ASGIApp | None = None,
     wsgi: bool | None = None,
     app_middleware: Sequence[Iterable[Any]] = (),
-    execution_settings: ExecutionSettings | None = None,
-    observe_execution: bool = True,
-    approval_settings: ApprovalSettings | None = None,
 ) -> Services:
+    http, identity = settings.http, settings.identity
     # One view of the credentials per log in a process, shared by every part that checks.
     credentials = credentials_of(log)
     credentials.configure(
-        interval=settings.credential_refresh_interval,
-        stale_after=settings.credential_stale_after,
+        interval=identity.credential_refresh_interval,
+        stale_after=identity.credential_stale_after,
     )
     wrapped = WrappedApp(
         app,
         wsgi=wsgi,
-        wsgi_workers=settings.wsgi_workers,
-        max_body_bytes=settings.max_body_bytes,
-        body_timeout=settings.body_timeout,
-        send_timeout=settings.send_timeout,
+        wsgi_workers=http.wsgi_workers,
+        max_body_bytes=http.max_body_bytes,
+        body_timeout=http.body_timeout,
+        send_timeout=http.send_timeout,
     )
-    count, window = settings.ticket_rate
-    tickets = SocketTickets(log, ttl=settings.ticket_ttl, rate=count, rate_window=window)
+    count, window = identity.ticket_rate
+    tickets = SocketTickets(log, ttl=identity.ticket_ttl, rate=count, rate_window=window)
     streams = StreamService(
         log,
         StreamOptions(
-            ping_interval=settings.ping_interval,
-            send_timeout=settings.send_timeout,
-            queue_size=settings.queue_size,
-            max_page_bytes=settings.max_page_bytes,
+            ping_interval=settings.streams.ping_interval,
+            send_timeout=http.send_timeout,
+            queue_size=settings.streams.queue_size,
+            max_page_bytes=settings.streams.max_page_bytes,
         ),
         # A stream ends with the credential that opened it, in every process.
         credentials=credentials,
     )
     runs = approvals = None
     if upstream is not None:
-        approvals = build_approvals(log, upstream, settings, approval_settings)
-        runs = build_runs(
-            log, upstream, plugins, settings, pump_settings, lifecycle_settings, approvals.service
+        approvals = build_approvals(
+            log, upstream, dataclasses.replace(settings.approvals, expiry=approval_expiry)
         )
+        runs = build_runs(log, upstream, plugins, settings, approvals.service)
     # Read once: the identity stage and the Socket.IO server share the cookie resolver's.
     logins = cookie_logins(plugins)
     sockets = None
@@ -248,15 +240,15 @@ def build_services(
             plugins=plugins,
             streams=streams,
             tickets=tickets,
-            prefix=settings.prefix,
-            origins=settings.socket_origins,
-            redis_url=settings.socketio_redis_url,
-            redis_channel=settings.socketio_redis_channel,
+            prefix=prefix,
+            origins=settings.sockets.origins,
+            redis_url=settings.sockets.redis_url,
+            redis_channel=settings.sockets.redis_channel,
             # The cookie resolver's own record: a logout it notes closes sockets at once.
             ended_logins=None if logins is None else logins[1],
-            queue_size=settings.queue_size,
-            send_timeout=settings.send_timeout,
-            max_page_bytes=settings.max_page_bytes,
+            queue_size=settings.streams.queue_size,
+            send_timeout=http.send_timeout,
+            max_page_bytes=settings.streams.max_page_bytes,
             # Legacy clients read approvals as tool_approval_required / _resolved messages.
             extra_events=legacy_events,
         )
@@ -264,8 +256,7 @@ def build_services(
     execution = build_execution(
         log,
         plugins,
-        execution_settings,
-        observe=observe_execution,
+        settings.execution,
         work=ActiveWork(
             log,
             # Handed in: execution reads neither the run tables nor the owned runs' leases.
@@ -273,61 +264,46 @@ def build_services(
             pending_approvals=None if approvals is None else approvals.service.pending_of_streams,
         ),
     )
-    observed = [Middleware.of(m) for m in app_middleware]
-    if execution.recorder is not None:
-        # Nearest the wrapped app: it sees the app's answers as they leave it.
-        observed.append(
-            Middleware(
-                ExecutionObserver,
-                recorder=execution.recorder,
-                resolve=held_only(plugins.resolve_tmux_session, claims_of(log)),
-            )
-        )
     return Services(
         log=log,
         settings=settings,
+        prefix=prefix,
+        legacy=legacy,
         plugins=plugins,
         wrapped=wrapped,
         credentials=credentials,
         tickets=tickets,
         streams=streams,
         # Ends the runs the app writes itself whose process died: in every gateway process.
-        sweeper=OwnedRunSweeper(log, interval=settings.owned_run_sweep_interval),
+        sweeper=OwnedRunSweeper(log, interval=settings.app_runs.sweep_interval),
         # Held to the lifecycle's limits, so an app's runs get what the gateway's do.
-        guards=RunGuards.of(plugins, lifecycle_settings or LifecycleSettings()),
+        guards=RunGuards.of(plugins, settings.lifecycle),
         runs=runs,
         logins=logins,
         sockets=sockets,
         socketio=socketio,
-        usage=UsageLedger(log),
         execution=execution,
         approvals=approvals,
-        app_middleware=observed,
+        app_middleware=[Middleware.of(m) for m in app_middleware],
     )
 
 
 def build_approvals(
-    log: EventLog,
-    upstream: GooseUpstream,
-    settings: GatewaySettings,
-    approval_settings: ApprovalSettings | None,
+    log: EventLog, upstream: GooseUpstream, settings: ApprovalSettings
 ) -> ApprovalParts:
-    chosen = approval_settings or ApprovalSettings(expiry=settings.approval_expiry)
-    service = ApprovalService(ApprovalStore(log), chosen)
+    service = ApprovalService(ApprovalStore(log), settings)
     return ApprovalParts(service, ApprovalDelivery(service, upstream))
 
 
 def build_execution(
     log: EventLog,
     plugins: Plugins,
-    settings: ExecutionSettings | None,
+    settings: ExecutionSettings,
     *,
-    observe: bool,
     work: ActiveWork | None = None,
 ) -> ExecutionParts:
-    settings = settings or ExecutionSettings()
     rows = RequestRows(log, process_ttl=settings.process_ttl)
-    recorder = ExecutionRecorder(rows) if observe else None
+    recorder = ExecutionRecorder(rows) if settings.observe else None
     decider = HeartbeatDecider(
         log, plugins, settings=settings, recorder=recorder, rows=rows, work=work
     )

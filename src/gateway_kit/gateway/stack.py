@@ -2,13 +2,16 @@
 
 `build_stack` is the one place that orders the parts. A request enters at the top and each
 part serves what is its own or passes it on. The lifespan part is the top one: it starts and
-stops every piece of background work; the parts below only serve requests.
+stops every piece of background work; the parts below only serve requests. Below the core
+(identity, streams, runs, tickets) come the routes of each optional `Part`, then Socket.IO,
+the prefix's 404, the parts' answers on the app's own paths, and the middleware around the
+wrapped app alone.
 """
 
 from __future__ import annotations
 
-from ..approvals.routes import ApprovalRoutes
-from ..execution.routes import HeartbeatRoutes
+from collections.abc import Sequence
+
 from ..http.fallback import PrefixNotFound
 from ..http.lifespan import Lifespan
 from ..http.middleware import Middleware
@@ -18,30 +21,27 @@ from ..identity.middleware import IdentityMiddleware
 from ..identity.ticket_routes import TicketRoutes
 from ..runs.routes import RunRoutes
 from ..sockets import PresenceRoutes
-from ..streams import LegacyTaskPoll, StreamRoutes
+from ..sockets.server import SOCKETIO_PATH
+from ..streams import StreamRoutes
 from ..types import ASGIApp
-from ..usage import UsageRoutes
-from .legacy import LegacySurfaces
 from .lifespan import background_work
+from .parts import Part
 from .services import Services
-
-SOCKETIO_PATH = "/socket.io"
 
 
 def stack_parts(
-    services: Services, legacy: LegacySurfaces, *, allow_anonymous: bool
+    services: Services, parts: Sequence[Part], *, allow_anonymous: bool
 ) -> list[Middleware]:
-    """The parts, outermost first; a request goes down the list until a part serves it."""
-    settings, plugins, streams = services.settings, services.plugins, services.streams
-    prefix = settings.prefix
+    """The stack, outermost first; a request goes down the list until a part serves it."""
+    settings, plugins, legacy = services.settings, services.plugins, services.legacy
+    prefix = services.prefix
     # Where the gateway refuses credentials it cannot accept. Elsewhere the app's requests
     # reach it as they came, and a legacy surface answers a request it cannot place as its
     # app did (the task poll in the app's own shape).
     own_paths = (prefix,)
     runs = services.runs
-    approvals = None if services.approvals is None else services.approvals.service
-    parts = [
-        Middleware(Lifespan, work=background_work(services)),
+    stack = [
+        Middleware(Lifespan, work=background_work(services, parts)),
         # Above every part that may need the database: its outage is one answer, a 503.
         Middleware(DatabaseUnavailableAnswer),
         Middleware(
@@ -55,15 +55,15 @@ def stack_parts(
             answered_paths=[path for _, path in legacy.taken()],
             csrf_token_route=legacy.csrf_token_route,
         ),
-        Middleware(StreamRoutes, service=streams, plugins=plugins, prefix=prefix),
+        Middleware(StreamRoutes, service=services.streams, plugins=plugins, prefix=prefix),
         Middleware(
             RunRoutes,
             service=None if runs is None else runs.service,
             plugins=plugins,
             prefix=prefix,
-            max_body_bytes=settings.max_body_bytes,
-            max_message_bytes=settings.max_message_bytes,
-            body_timeout=settings.body_timeout,
+            max_body_bytes=settings.http.max_body_bytes,
+            max_message_bytes=settings.runs.max_message_bytes,
+            body_timeout=settings.http.body_timeout,
         ),
         Middleware(
             TicketRoutes,
@@ -72,54 +72,25 @@ def stack_parts(
             legacy_path=legacy.socket_token,
             csrf_token_route=legacy.csrf_token_route,
         ),
-        Middleware(
-            UsageRoutes,
-            ledger=services.usage,
-            prefix=prefix,
-            legacy_path=legacy.usage,
-        ),
-        Middleware(HeartbeatRoutes, decider=services.execution.decider, prefix=prefix),
-        Middleware(
-            ApprovalRoutes,
-            approvals=approvals,
-            plugins=plugins,
-            prefix=prefix,
-            max_body_bytes=settings.max_body_bytes,
-            body_timeout=settings.body_timeout,
-            legacy_path=legacy.approvals,
-        ),
     ]
+    for part in parts:
+        stack += part.routes
     if services.sockets is not None:
-        parts.append(
+        stack.append(
             Middleware(PresenceRoutes, sockets=services.sockets, plugins=plugins, prefix=prefix)
         )
-    parts.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=services.socketio))
-    if legacy.socketio is not None:
-        # Long polls held in the wrapped app would each hold one of its threads.
-        legacy_socketio = Middleware(
-            Mount,
-            path=legacy.socketio,
-            mounted=services.socketio,
-            as_path=prefix + SOCKETIO_PATH,
-        )
-        parts.append(legacy_socketio)
-    parts.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
-    if legacy.tasks is not None:
-        parts.append(
-            Middleware(
-                LegacyTaskPoll,
-                service=streams,
-                plugins=plugins,
-                path=legacy.tasks,
-                shape=legacy.task_shape,
-            )
-        )
-    parts.extend(services.app_middleware)
-    return parts
+    stack.append(Middleware(Mount, path=prefix + SOCKETIO_PATH, mounted=services.socketio))
+    stack.append(Middleware(PrefixNotFound, prefix=prefix))  # the prefix is the gateway's
+    for part in parts:
+        stack += part.app_paths
+    stack += services.app_middleware
+    for part in parts:
+        stack += part.app_middleware
+    return stack
 
 
-def build_stack(services: Services, legacy: LegacySurfaces, *, allow_anonymous: bool) -> ASGIApp:
+def build_stack(services: Services, parts: Sequence[Part], *, allow_anonymous: bool) -> ASGIApp:
     app: ASGIApp = services.wrapped
-    for part in reversed(stack_parts(services, legacy, allow_anonymous=allow_anonymous)):
-        app = part.build(app)
+    for middleware in reversed(stack_parts(services, parts, allow_anonymous=allow_anonymous)):
+        app = middleware.build(app)
     return app

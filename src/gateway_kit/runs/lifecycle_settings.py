@@ -3,9 +3,9 @@ answers and on a run's duration, and how many runs one user may have going (`Lif
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
+from ..exceptions import SettingsError
 from ..settings import (
     DEFAULT_CANCEL_DEADLINE,
     DEFAULT_MAX_RUN_DURATION,
@@ -67,25 +67,8 @@ class LifecycleSettings:
 
 
 def check_count(name: str, value: object, *, least: int) -> None:
-    """A `ValueError` unless `value` is an integer (not a bool) of at least `least`."""
+    """A `SettingsError` unless `value` is an integer (not a bool) of at least `least`."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
+        raise SettingsError(f"{name} must be an integer, got {value!r}")
     if value < least:
-        raise ValueError(f"{name} must be at least {least}, got {value}")
-
-
-def with_limits(
-    settings: LifecycleSettings | None,
-    *,
-    reply_timeout: float | None = None,
-    cancel_deadline: float | None = None,
-    max_run_duration: float | None = None,
-) -> LifecycleSettings:
-    """`settings` (the defaults when None) with each limit given (not None) in its place."""
-    base = settings or LifecycleSettings()
-    return dataclasses.replace(
-        base,
-        reply_timeout=base.reply_timeout if reply_timeout is None else reply_timeout,
-        cancel_deadline=base.cancel_deadline if cancel_deadline is None else cancel_deadline,
-        max_run_duration=base.max_run_duration if max_run_duration is None else max_run_duration,
-    )
+        raise SettingsError(f"{name} must be at least {least}, got {value}")

@@ -46,7 +46,7 @@ from ..log import Event, EventLog
 from ..runs.lifecycle import RunLifecycle
 from ..runs.model import Run
 from ..runs.store import RunStore
-from ..settings import check_count, check_duration, check_seconds
+from ..settings import DEFAULT_PUMP_SCAN_INTERVAL, check_count, check_duration, check_seconds
 from .appends import FrameAppender
 from .backoff import Streak
 from .connection import Connection, GooseRestarted, RecheckWithoutHeader
@@ -67,6 +67,13 @@ CLOSED_EMPTY = "goose closed the event stream"
 
 @dataclass(frozen=True, slots=True)
 class PumpSettings:
+    """How the session pumps read goose; the times are seconds.
+
+    :param scan_interval: how often this process looks for sessions nobody pumps (their
+        process died) and takes them over.
+    """
+
+    scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL
     lost_run_grace: float = 5.0  # after a reconnect, how long a run absent from goose may take
     error_finish_grace: float = 2.0  # after an Error, how long to wait for goose's Finish
     reconnect_delay: float = 0.2
@@ -90,6 +97,7 @@ class PumpSettings:
             "stable_connection",
         ):
             check_duration(f"PumpSettings.{name}", getattr(self, name))
+        check_seconds("PumpSettings.scan_interval", self.scan_interval)
         check_seconds("PumpSettings.reconnect_delay", self.reconnect_delay)
         check_seconds("PumpSettings.lease_ttl", self.lease_ttl)
         check_count("PumpSettings.max_failures", self.max_failures)

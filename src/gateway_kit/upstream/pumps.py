@@ -27,7 +27,6 @@ from ..log import EventLog
 from ..log.reconnect import Backoff
 from ..runs.lifecycle import RunLifecycle
 from ..runs.store import RunStore
-from ..settings import DEFAULT_PUMP_SCAN_INTERVAL
 from .goose import GooseUpstream
 from .pump import PumpSettings, SessionPump
 from .watchers import PumpWatcher
@@ -52,7 +51,6 @@ class PumpManager:
         upstream: GooseUpstream,
         settings: PumpSettings | None = None,
         lifecycle: RunLifecycle,
-        scan_interval: float = DEFAULT_PUMP_SCAN_INTERVAL,
         watcher: PumpWatcher | None = None,
     ) -> None:
         self.log = log
@@ -60,7 +58,7 @@ class PumpManager:
         self.store = store
         self.upstream = upstream
         self.settings = settings or PumpSettings()
-        self.scan_interval = scan_interval
+        self.scan_interval = self.settings.scan_interval
         # Shared with the run service: one lifecycle, so one set of per-run locks, per process.
         self.lifecycle = lifecycle
         self.lifecycle.pumps = self  # a recovery in a new session needs that session pumped
@@ -69,7 +67,7 @@ class PumpManager:
         self._tasks = TaskSet()  # the pumps, and the rechecks and restarts they leave
         self._outages: dict[str, Backoff] = {}  # sessions whose pump found no database
         self._failures: dict[str, int] = {}  # failures in a row, per session
-        self._scanner = Periodic(self.scan, scan_interval, "gateway-kit-pumps")
+        self._scanner = Periodic(self.scan, self.scan_interval, "gateway-kit-pumps")
         # Set by `stop`: a run decision the lifecycle carries on past it starts no pump.
         self._stopped = False
 
