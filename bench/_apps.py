@@ -60,7 +60,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
+from gateway_kit import (
+    EventLog,
+    ExecutionSettings,
+    Gateway,
+    GatewaySettings,
+    GooseUpstream,
+    HttpSettings,
+    IdentitySettings,
+    StreamSettings,
+    hookimpl,
+)
 from gateway_kit.bindings.claims import claims_of
 from gateway_kit.demo import create_app
 from gateway_kit.demo.app import TASKS_EXTENSION, current_user
@@ -249,10 +259,13 @@ def gateway_app(db_file: str) -> Gateway:
         routes,
         allow_anonymous=True,
         log=log,
-        ticket_rate=(1_000_000, 1.0),  # a client process connects hundreds at once
+        settings=GatewaySettings(
+            # a client process connects hundreds at once
+            identity=IdentitySettings(ticket_rate=(1_000_000, 1.0)),
+            streams=StreamSettings(ping_interval=PING_INTERVAL),
+            http=HttpSettings(send_timeout=SEND_TIMEOUT),
+        ),
         wsgi=False,
-        ping_interval=PING_INTERVAL,
-        send_timeout=SEND_TIMEOUT,
         plugins=noop_plugins(),
         load_entry_points=False,  # exactly the built-ins and the no-op plugins
     )
@@ -282,7 +295,7 @@ def hello_gateway(db_file: str) -> Gateway:
         hello_flask(),
         allow_anonymous=True,
         log=log,
-        wsgi_workers=WSGI_WORKERS,
+        settings=GatewaySettings(http=HttpSettings(wsgi_workers=WSGI_WORKERS)),
         plugins=noop_plugins(),
         load_entry_points=False,  # exactly the built-ins and the no-op plugins
     )
@@ -295,7 +308,7 @@ def hello_gateway_cookie(db_file: str) -> Gateway:
     return Gateway(
         hello_flask(),
         log=log,
-        wsgi_workers=WSGI_WORKERS,
+        settings=GatewaySettings(http=HttpSettings(wsgi_workers=WSGI_WORKERS)),
         plugins=noop_plugins(),
         load_entry_points=False,
     )
@@ -384,10 +397,12 @@ def chat_gateway(db_file: str, *, observe: bool) -> Gateway:
         chat_flask(),
         allow_anonymous=True,
         log=log,
-        wsgi_workers=WSGI_WORKERS,
+        settings=GatewaySettings(
+            http=HttpSettings(wsgi_workers=WSGI_WORKERS),
+            execution=ExecutionSettings(observe=observe),
+        ),
         plugins=noop_plugins(),
         load_entry_points=False,  # exactly the built-ins and the no-op plugins
-        observe_execution=observe,
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import socketio
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
 from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.http.errors import DATABASE_UNAVAILABLE
 from gateway_kit.testing import FakeGoose, Turn
@@ -146,7 +146,12 @@ def test_the_gateway_heals_after_postgresql_restarts(
     try:
         with serve_in_thread(fake, lifespan="off") as goose_url:
             upstream = GooseUpstream(base_url=goose_url, secret_key=fake.secret_key)
-            gateway = Gateway(log=log, upstream=upstream, allow_anonymous=True, pump_settings=PUMP)
+            gateway = Gateway(
+                log=log,
+                upstream=upstream,
+                allow_anonymous=True,
+                settings=GatewaySettings(pumps=PUMP),
+            )
             assert gateway.pumps is not None
             gateway.pumps.store.bind(STREAM, session)
             with serve_in_thread(gateway) as base:

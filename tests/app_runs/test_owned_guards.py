@@ -15,6 +15,7 @@ from gateway_kit import (
     Event,
     EventLog,
     Gateway,
+    GatewaySettings,
     GuardVeto,
     LifecycleSettings,
     Plugins,
@@ -182,7 +183,10 @@ def test_a_veto_without_a_follow_up_ends_the_run_flagged_at_once(log: EventLog) 
 def test_the_gateways_run_guards_hold_its_plugins_to_its_lifecycle_limits(log: EventLog) -> None:
     settings = LifecycleSettings(max_follow_ups=1, hook_timeout=5.0)
     gateway = Gateway(
-        log=log, plugins=[AlwaysVetoes()], lifecycle_settings=settings, allow_anonymous=True
+        log=log,
+        plugins=[AlwaysVetoes()],
+        settings=GatewaySettings(lifecycle=settings),
+        allow_anonymous=True,
     )
     assert gateway.run_guards.plugins is gateway.plugins
     assert (gateway.run_guards.max_follow_ups, gateway.run_guards.hook_timeout) == (1, 5.0)

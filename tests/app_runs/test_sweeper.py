@@ -9,7 +9,15 @@ import time
 import httpx
 from flask import Flask
 
-from gateway_kit import EventLog, Gateway, OwnedRunSweeper, SweepOwnedRuns, owned_run
+from gateway_kit import (
+    AppRunSettings,
+    EventLog,
+    Gateway,
+    GatewaySettings,
+    OwnedRunSweeper,
+    SweepOwnedRuns,
+    owned_run,
+)
 from gateway_kit.app_runs.sweeper import OWNER_STOPPED_ERROR
 from gateway_kit.coordination.leases import Lease
 from gateway_kit.types import Message, Receive, Scope, Send
@@ -66,7 +74,11 @@ def test_a_gateway_without_an_upstream_sweeps_at_start_up_and_then_periodically(
     log: EventLog,
 ) -> None:
     dead_owner(log, "before-start")
-    gateway = Gateway(log=log, owned_run_sweep_interval=QUICK, allow_anonymous=True)
+    gateway = Gateway(
+        log=log,
+        settings=GatewaySettings(app_runs=AppRunSettings(sweep_interval=QUICK)),
+        allow_anonymous=True,
+    )
 
     async def main() -> list[str]:
         inbox: asyncio.Queue[Message] = asyncio.Queue()
@@ -94,7 +106,12 @@ def test_a_gateway_served_without_a_lifespan_sweeps_from_its_first_request(
 ) -> None:
     flask_app = Flask("legacy")
     flask_app.add_url_rule("/hello", "hello", lambda: {"from": "flask"})
-    gateway = Gateway(flask_app, log=log, owned_run_sweep_interval=QUICK, allow_anonymous=True)
+    gateway = Gateway(
+        flask_app,
+        log=log,
+        settings=GatewaySettings(app_runs=AppRunSettings(sweep_interval=QUICK)),
+        allow_anonymous=True,
+    )
     dead_owner(log, "r-1")
 
     async def main() -> None:

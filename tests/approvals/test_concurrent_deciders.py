@@ -7,7 +7,7 @@ import asyncio
 
 import httpx
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
 from gateway_kit.testing import FakeGoose
 from tests.support.approvals import (
     confirmations,
@@ -33,7 +33,7 @@ async def test_twenty_concurrent_deciders_one_wins_nineteen_are_told_who(pg_url:
             log=other_log,
             upstream=GooseUpstream(GOOSE_URL, secret_key=fake.secret_key, client=other_goose),
             allow_anonymous=True,
-            pump_settings=FAST,
+            settings=GatewaySettings(pumps=FAST),
             load_entry_points=False,
         )
         transport = httpx.ASGITransport(app=other)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from gateway_kit import GatewaySettings
 from gateway_kit.approvals import ApprovalSettings
 from gateway_kit.testing import FakeGoose
 from tests.support.approvals import (
@@ -26,7 +27,9 @@ async def test_a_decision_during_an_outage_is_a_503_and_is_taken_after_it(
     throwaway_pg: PgServer, throwaway_pg_url: str
 ) -> None:
     fake = FakeGoose()
-    async with gateway_client(throwaway_pg_url, fake, approval_settings=QUICK) as (
+    async with gateway_client(
+        throwaway_pg_url, fake, settings=GatewaySettings(approvals=QUICK)
+    ) as (
         client,
         gateway,
         _,

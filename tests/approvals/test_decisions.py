@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Any
 
-from gateway_kit import Gateway
+from gateway_kit import Gateway, GatewaySettings
 from gateway_kit.approvals import ApprovalSettings
 from gateway_kit.approvals.events import EVENT_TYPES
 from gateway_kit.approvals.goose_actions import ActionRequest
@@ -49,7 +49,11 @@ async def test_the_first_decision_reaches_goose_once_and_counts_when_the_tool_an
     log_url: str,
 ) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         run_id, _ = await start_asking_run(client, fake, gateway)
         approval = await pending_approval(client)
         canonical = json.dumps(ARGUMENTS, sort_keys=True, separators=(",", ":"))
@@ -88,7 +92,11 @@ async def test_the_first_decision_reaches_goose_once_and_counts_when_the_tool_an
 @in_loop
 async def test_a_rejection_is_sent_as_deny_once_and_goose_declines_the_tool(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         run_id, session_id = await start_asking_run(client, fake, gateway)
         approval = await pending_approval(client)
         answer = await decide(client, approval, "reject", reason="not today")
@@ -103,7 +111,11 @@ async def test_a_rejection_is_sent_as_deny_once_and_goose_declines_the_tool(log_
 @in_loop
 async def test_a_later_decision_is_told_who_decided_first(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         await start_asking_run(client, fake, gateway)
         approval = await pending_approval(client)
         assert (await decide(client, approval, "reject")).status_code == 200
@@ -125,7 +137,11 @@ async def test_a_later_decision_is_told_who_decided_first(log_url: str) -> None:
 @in_loop
 async def test_a_decision_for_other_arguments_loses_and_changes_nothing(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         await start_asking_run(client, fake, gateway)
         approval = await pending_approval(client)
         stale = {**approval, "args_hash": hashlib.sha256(b'{"command":"ls"}').hexdigest()}
@@ -144,8 +160,8 @@ async def test_an_expired_approval_cannot_be_approved_and_goose_is_told_to_deny(
     log_url: str,
 ) -> None:
     fake = FakeGoose()
-    settings = ApprovalSettings(expiry=0.5, sweep_interval=0.05, redeliver_after=5.0)
-    async with gateway_client(log_url, fake, approval_settings=settings) as (
+    settings = GatewaySettings(approvals=ApprovalSettings(sweep_interval=0.05, redeliver_after=5.0))
+    async with gateway_client(log_url, fake, settings=settings, approval_expiry=0.5) as (
         client,
         gateway,
         _,
@@ -170,7 +186,11 @@ async def test_an_expired_approval_cannot_be_approved_and_goose_is_told_to_deny(
 @in_loop
 async def test_an_answer_goose_did_not_get_is_sent_again(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         assert gateway.upstream is not None
         real_confirm = gateway.upstream.confirm_tool_action
         failures = [UpstreamUnavailable("goose could not be reached")]
@@ -194,7 +214,11 @@ async def test_an_answer_goose_did_not_get_is_sent_again(log_url: str) -> None:
 @in_loop
 async def test_a_goose_restart_voids_the_pending_approval_and_ends_the_run(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         run_id, _ = await start_asking_run(client, fake, gateway)
         approval = await pending_approval(client)
         fake.restart()
@@ -215,7 +239,11 @@ async def test_a_goose_restart_voids_the_pending_approval_and_ends_the_run(log_u
 @in_loop
 async def test_a_cancelled_run_voids_its_pending_approval(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         run_id, _ = await start_asking_run(client, fake, gateway)
         approval = await pending_approval(client)
         cancelled = await client.post(f"/gateway/runs/{run_id}/cancel")
@@ -233,7 +261,11 @@ async def test_a_cancelled_run_voids_its_pending_approval(log_url: str) -> None:
 @in_loop
 async def test_seeing_goose_ask_again_gives_the_same_approval(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         await start_asking_run(client, fake, gateway)
         approval = await pending_approval(client)
         assert gateway.approvals is not None
@@ -256,7 +288,11 @@ async def test_seeing_goose_ask_again_gives_the_same_approval(log_url: str) -> N
 @in_loop
 async def test_a_second_turn_asks_again_and_the_list_shows_pending_first(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         run_id, _ = await start_asking_run(
             client, fake, gateway, asking_turn(call_id="call_a"), asking_turn(call_id="call_b")
         )

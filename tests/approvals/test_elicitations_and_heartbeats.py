@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from gateway_kit import GatewaySettings
 from gateway_kit.approvals import ApprovalSettings
 from gateway_kit.testing import FakeGoose, Turn
 from tests.support.approvals import (
@@ -41,7 +42,11 @@ def answers(fake: FakeGoose, session_id: str) -> list[dict[str, object]]:
 @in_loop
 async def test_an_elicitation_is_answered_by_the_reply_goose_expects(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         run_id, session_id = await start_asking_run(client, fake, gateway, elicitation_turn())
         approval = await pending_approval(client)
         assert approval["kind"] == "elicitation"
@@ -69,7 +74,11 @@ async def test_an_elicitation_is_answered_by_the_reply_goose_expects(log_url: st
 @in_loop
 async def test_a_rejected_elicitation_is_declined(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         run_id, session_id = await start_asking_run(client, fake, gateway, elicitation_turn())
         approval = await pending_approval(client)
         assert (await decide(client, approval, "reject")).status_code == 200
@@ -81,7 +90,11 @@ async def test_a_rejected_elicitation_is_declined(log_url: str) -> None:
 @in_loop
 async def test_a_pending_approval_keeps_heartbeats_away(log_url: str) -> None:
     fake = FakeGoose()
-    async with gateway_client(log_url, fake, approval_settings=QUICK) as (client, gateway, _):
+    async with gateway_client(log_url, fake, settings=GatewaySettings(approvals=QUICK)) as (
+        client,
+        gateway,
+        _,
+    ):
         bound_session(fake, gateway, asking_turn())
         started = await client.post(
             "/gateway/streams/conv/runs", json={"message": "go", "tmux_session": "work"}

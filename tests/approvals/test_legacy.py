@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
+from gateway_kit import EventLog, Gateway, GooseUpstream, LegacySurfaces, hookimpl
 from gateway_kit.approvals import Approval, ApprovalService, Kind, Status
 from gateway_kit.approvals.events import EVENT_TYPES
 from gateway_kit.approvals.goose_actions import ActionRequest
@@ -179,7 +179,7 @@ async def gateway(
         log=log,
         upstream=upstream if with_upstream else None,
         load_entry_points=False,
-        **{"legacy_approvals_path": PATH, **options},
+        **{"legacy": LegacySurfaces(approvals=PATH), **options},
     )
     transport = httpx.ASGITransport(app=served)
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
@@ -383,7 +383,7 @@ async def app_answer(scope: Any, receive: Any, send: Any) -> None:
 
 def test_unless_switched_on_the_app_answers_its_own_list(log: EventLog) -> None:
     async def main() -> None:
-        async with gateway(log, allow_anonymous=True, legacy_approvals_path=None) as (client, _):
+        async with gateway(log, allow_anonymous=True, legacy=None) as (client, _):
             assert (await client.get(PATH)).status_code == 404  # no app: the gateway's 404
         served = Gateway(app_answer, log=log, allow_anonymous=True)
         transport = httpx.ASGITransport(app=served)

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GooseUpstream, LegacySurfaces
 from gateway_kit.approvals import Kind
 from gateway_kit.approvals.goose_actions import ActionRequest
 from gateway_kit.approvals.tables import APPROVALS, AUDIT
@@ -96,7 +96,7 @@ def listed(log_url: str) -> Iterator[tuple[asyncio.Runner, Gateway, EventLog, di
             log=log,
             upstream=upstream,
             load_entry_points=False,
-            legacy_approvals_path="/api/plan-approvals/pending",
+            legacy=LegacySurfaces(approvals="/api/plan-approvals/pending"),
         )
         assert gateway.approvals is not None
         for stream in ("conv", "other"):

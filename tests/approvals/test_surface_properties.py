@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, HttpSettings
 from gateway_kit.approvals.tables import APPROVALS, AUDIT
 from gateway_kit.testing import FakeGoose, Turn
 from tests.support.raw_requests import (
@@ -57,7 +57,9 @@ def pending(log_url: str) -> Iterator[tuple[asyncio.Runner, Gateway, EventLog, d
     with asyncio.Runner() as runner:
         fake = FakeGoose(ping_interval=0.05)
         gates = contextlib.AsyncExitStack()
-        opened = running_gateway(log_url, fake, max_body_bytes=MAX_BODY)
+        opened = running_gateway(
+            log_url, fake, settings=GatewaySettings(http=HttpSettings(max_body_bytes=MAX_BODY))
+        )
         gateway, log = runner.run(gates.enter_async_context(opened))
         try:
             asking = Turn().message({"role": "assistant", "content": [ASK], "metadata": VISIBLE})

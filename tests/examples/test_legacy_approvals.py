@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import socketio
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream, LegacySurfaces
 from gateway_kit.demo import create_app
 from gateway_kit.demo.app import APPROVALS_EXTENSION
 from gateway_kit.identity.owners import StreamOwners
@@ -98,7 +98,7 @@ def test_before_a_restart_loses_the_pending_approval_and_the_task_gets_approval_
     async def main() -> None:
         first_log, second_log = EventLog(sqlite_url), EventLog(sqlite_url)
         first_app = legacy_app(first_log)
-        first = Gateway(first_app, log=first_log, legacy_tasks_path="/api/tasks")
+        first = Gateway(first_app, log=first_log, legacy=LegacySurfaces(tasks="/api/tasks"))
         try:
             transport = httpx.ASGITransport(app=first)
             async with httpx.AsyncClient(transport=transport, base_url="http://app.test") as c:
@@ -113,7 +113,9 @@ def test_before_a_restart_loses_the_pending_approval_and_the_task_gets_approval_
 
             # A restart: the old process's memory goes, a new process's app starts empty.
             first_app.extensions[APPROVALS_EXTENSION].forget_all()
-            second = Gateway(legacy_app(second_log), log=second_log, legacy_tasks_path="/api/tasks")
+            second = Gateway(
+                legacy_app(second_log), log=second_log, legacy=LegacySurfaces(tasks="/api/tasks")
+            )
             transport = httpx.ASGITransport(app=second)
             async with httpx.AsyncClient(
                 transport=transport, base_url="http://app.test", cookies=cookies
@@ -191,7 +193,7 @@ async def gateway_over(
         gateway = Gateway(
             log=log,
             upstream=upstream,
-            pump_settings=FAST,
+            settings=GatewaySettings(pumps=FAST),
             load_entry_points=False,
             **{**EXAMPLE_LEGACY, **options},
         )
@@ -322,10 +324,9 @@ def test_a_legacy_socketio_client_gets_tool_approval_required_then_resolved(
     gateway = Gateway(
         log=log,
         upstream=upstream,
-        pump_settings=FAST,
+        settings=GatewaySettings(pumps=FAST),
+        legacy=LegacySurfaces(socketio="/socket.io", socket_token="/api/socket-token"),
         load_entry_points=False,
-        legacy_socketio_path="/socket.io",
-        legacy_socket_token_path="/api/socket-token",
     )
 
     async def main(base: str) -> None:

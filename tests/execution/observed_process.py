@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings
 from gateway_kit.execution.settings import ExecutionSettings
 from tests.support.processes import serve_app
 
@@ -30,7 +30,7 @@ def main() -> None:
         allow_anonymous=True,
         load_entry_points=False,
         block_plugins=("tmux_pane",),
-        execution_settings=ExecutionSettings(process_ttl=PROCESS_TTL),
+        settings=GatewaySettings(execution=ExecutionSettings(process_ttl=PROCESS_TTL)),
     )
     serve_app(gateway, port_file)
 

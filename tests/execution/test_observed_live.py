@@ -12,7 +12,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings
 from gateway_kit.bindings.claims import claims_of
 from gateway_kit.execution.settings import ExecutionSettings
 from gateway_kit.execution.tables import requests
@@ -48,7 +48,7 @@ def serve(log: EventLog, pace: Pace, **settings: Any) -> Any:
         load_entry_points=False,
         # No pane to read here: the traffic decides alone.
         block_plugins=("tmux_pane",),
-        execution_settings=ExecutionSettings(**settings),
+        settings=GatewaySettings(execution=ExecutionSettings(**settings)),
     )
     return serve_in_thread(gateway)
 

@@ -18,7 +18,15 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from websockets.asyncio.client import connect
 
-from gateway_kit import EventLog, Gateway, LegacySurfaces, Middleware, WrappedApp
+from gateway_kit import (
+    EventLog,
+    Gateway,
+    GatewaySettings,
+    HttpSettings,
+    LegacySurfaces,
+    Middleware,
+    WrappedApp,
+)
 from gateway_kit.gateway import is_wsgi
 from gateway_kit.principal import principal_of
 from gateway_kit.types import Message
@@ -46,7 +54,12 @@ def get(app: Any, path: str, method: str = "GET", **kwargs: Any) -> httpx.Respon
 
 
 def test_a_flask_app_is_mounted_through_a2wsgi(log: EventLog) -> None:
-    gateway = Gateway(flask_app(), log=log, wsgi_workers=2, allow_anonymous=True)
+    gateway = Gateway(
+        flask_app(),
+        log=log,
+        settings=GatewaySettings(http=HttpSettings(wsgi_workers=2)),
+        allow_anonymous=True,
+    )
     assert gateway.wsgi
     assert get(gateway, "/hello").json() == {"from": "flask"}
 
@@ -218,7 +231,7 @@ def test_app_middleware_observes_the_wrapped_apps_traffic_only(
         log=log,
         app_middleware=[middleware],
         allow_anonymous=True,
-        legacy_tasks_path="/api/tasks",
+        legacy=LegacySurfaces(tasks="/api/tasks"),
     )
     assert get(gateway, "/hello").status_code == 200
     assert get(gateway, "/api/tasks/task-1").status_code == 200  # served from the log
@@ -239,7 +252,7 @@ def test_the_stack_is_built_in_the_documented_order(log: EventLog) -> None:
         log=log,
         socketio=socketio,
         app_middleware=[Middleware(Observer, seen=seen)],
-        legacy_tasks_path="/api/tasks",
+        legacy=LegacySurfaces(tasks="/api/tasks"),
     )
     parts, app = [], gateway.stack
     while app is not None:

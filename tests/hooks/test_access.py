@@ -17,7 +17,14 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway_kit import EventLog, Gateway, Principal
+from gateway_kit import (
+    EventLog,
+    Gateway,
+    GatewaySettings,
+    LegacySurfaces,
+    PluginSettings,
+    Principal,
+)
 from gateway_kit.hooks import policy
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.principal import COOKIE_METHOD, principal_of
@@ -164,7 +171,7 @@ def test_resolve_principal_failures_refuse_the_request(
         allow_anonymous=True,
         log=log,
         plugins=[plugin(f"{name}-sso", resolve_principal=resolver)],
-        plugin_timeout=0.1,
+        settings=GatewaySettings(plugins=PluginSettings(timeout=0.1)),
     )
 
     async def main() -> None:
@@ -228,7 +235,7 @@ def test_authorize_subscription_is_asked_before_every_kind_of_read(log: EventLog
         log=log,
         plugins=[plugin("acl", authorize_subscription=deny_and_record)],
         allow_anonymous=True,
-        legacy_tasks_path="/api/tasks",
+        legacy=LegacySurfaces(tasks="/api/tasks"),
     )
 
     async def main() -> None:
@@ -318,7 +325,7 @@ def test_authorize_subscription_too_slow_refuses_the_read_and_names_the_plugin(
         allow_anonymous=True,
         log=log,
         plugins=[plugin("stuck-acl", authorize_subscription=stuck)],
-        plugin_timeout=0.2,
+        settings=GatewaySettings(plugins=PluginSettings(timeout=0.2)),
     )
     try:
         response = asyncio.run(get(gateway, "/gateway/streams/open/events", headers=JSON))

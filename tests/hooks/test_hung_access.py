@@ -28,7 +28,7 @@ import httpx
 import pytest
 from flask import Flask
 
-from gateway_kit import EventLog, Gateway, Principal, hookimpl
+from gateway_kit import EventLog, Gateway, GatewaySettings, PluginSettings, Principal, hookimpl
 from gateway_kit.hooks import manager
 from gateway_kit.http.errors import PLUGIN_UNAVAILABLE
 from gateway_kit.identity.owners import StreamOwners
@@ -171,8 +171,7 @@ def test_hung_resolvers_answer_every_request_within_the_timeout_and_refuse_only_
         login_app(),
         log=log,
         plugins=[directory],
-        plugin_timeout=TIMEOUT,
-        plugin_hung_limit=NEVER_CAPPED,
+        settings=GatewaySettings(plugins=PluginSettings(timeout=TIMEOUT, hung_limit=NEVER_CAPPED)),
     )
     paths = ["/login", "/gateway/streams/mine/events"]
 
@@ -210,7 +209,12 @@ def test_a_request_no_identity_thread_could_take_in_time_is_a_503_never_a_401(
 ) -> None:
     monkeypatch.setattr(manager, "IDENTITY_THREADS", 0)  # no thread can ever be had
     directory = HungDirectory()
-    gateway = Gateway(login_app(), log=log, plugins=[directory], plugin_timeout=0.2)
+    gateway = Gateway(
+        login_app(),
+        log=log,
+        plugins=[directory],
+        settings=GatewaySettings(plugins=PluginSettings(timeout=0.2)),
+    )
 
     async def main() -> None:
         async with client(gateway) as http:
@@ -229,7 +233,10 @@ def test_a_resolver_at_its_hung_limit_is_not_asked_and_every_request_is_503_unti
 ) -> None:
     directory = HungDirectory()
     gateway = Gateway(
-        login_app(), log=log, plugins=[directory], plugin_timeout=0.2, plugin_hung_limit=2
+        login_app(),
+        log=log,
+        plugins=[directory],
+        settings=GatewaySettings(plugins=PluginSettings(timeout=0.2, hung_limit=2)),
     )
 
     async def main() -> None:
@@ -264,8 +271,7 @@ def test_hung_authorization_answers_every_read_of_its_owner_within_the_timeout(
     gateway = Gateway(
         log=log,
         plugins=[HeaderIdentity(), acl],
-        plugin_timeout=TIMEOUT,
-        plugin_hung_limit=NEVER_CAPPED,
+        settings=GatewaySettings(plugins=PluginSettings(timeout=TIMEOUT, hung_limit=NEVER_CAPPED)),
     )
 
     async def main() -> None:
@@ -288,8 +294,7 @@ def test_a_plugin_hung_on_one_stream_holds_the_owner_of_another_no_longer_than_t
     gateway = Gateway(
         log=log,
         plugins=[HeaderIdentity(), acl],
-        plugin_timeout=TIMEOUT,
-        plugin_hung_limit=NEVER_CAPPED,
+        settings=GatewaySettings(plugins=PluginSettings(timeout=TIMEOUT, hung_limit=NEVER_CAPPED)),
     )
     mine = "/gateway/streams/mine/events"
 
@@ -317,7 +322,12 @@ def test_a_plugin_hung_on_one_stream_holds_the_owner_of_another_no_longer_than_t
 def test_hung_authorization_never_holds_up_identity(log: EventLog) -> None:
     acl = HungAcl()
     # A timeout far beyond the test: the hung calls hold every authorization thread throughout.
-    gateway = Gateway(login_app(), log=log, plugins=[HeaderIdentity(), acl], plugin_timeout=60)
+    gateway = Gateway(
+        login_app(),
+        log=log,
+        plugins=[HeaderIdentity(), acl],
+        settings=GatewaySettings(plugins=PluginSettings(timeout=60)),
+    )
 
     async def main() -> None:
         async with client(gateway) as http:
@@ -347,7 +357,11 @@ def test_hung_identity_never_holds_up_authorization(log: EventLog) -> None:
 
     acl = type("OpenAcl", (), {"__name__": "open-acl"})()
     acl.authorize_subscription = hookimpl(everyone_reads)
-    gateway = Gateway(log=log, plugins=[directory, acl], plugin_timeout=60)
+    gateway = Gateway(
+        log=log,
+        plugins=[directory, acl],
+        settings=GatewaySettings(plugins=PluginSettings(timeout=60)),
+    )
     plugins = gateway.plugins
     alice = Principal("alice", "header")
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from gateway_kit import EventLog, Gateway, Principal, hookimpl
+from gateway_kit import EventLog, Gateway, GatewaySettings, PluginSettings, Principal, hookimpl
 from gateway_kit.hooks.threads import HookThreads, NotStarted
 from gateway_kit.http.errors import PLUGIN_UNAVAILABLE
 from gateway_kit.identity.owners import StreamOwners
@@ -92,8 +92,7 @@ def test_a_plugin_with_too_many_hung_calls_is_not_asked_and_its_reads_are_503_un
             acl,
             plugin("classifier", classify_error=classify),
         ],
-        plugin_timeout=0.2,
-        plugin_hung_limit=2,
+        settings=GatewaySettings(plugins=PluginSettings(timeout=0.2, hung_limit=2)),
     )
 
     async def main() -> None:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, HttpSettings, RunSettings
 from gateway_kit.log.event import MAX_NAME_LENGTH
 from gateway_kit.streams.page import MAX_PAGE_LIMIT
 from gateway_kit.streams.request import MAX_SEQ
@@ -293,7 +293,9 @@ def test_a_message_above_max_message_bytes_is_a_413_that_writes_nothing(log_url:
         assert at_limit.status == 200, at_limit.body
         await wait_run_ended(gateway, at_limit.json()["run_id"])
 
-    with_gateway(log_url, check, max_message_bytes=limit)
+    with_gateway(
+        log_url, check, settings=GatewaySettings(runs=RunSettings(max_message_bytes=limit))
+    )
 
 
 def test_a_message_of_a_million_characters_is_a_413_by_default(log_url: str) -> None:
@@ -412,7 +414,7 @@ def test_a_body_over_the_limit_is_a_413(log_url: str, call: Call) -> None:
         assert answer.status == 200, answer.body
         await wait_run_ended(gateway, answer.json()["run_id"])
 
-    with_gateway(log_url, check, max_body_bytes=LIMIT)
+    with_gateway(log_url, check, settings=GatewaySettings(http=HttpSettings(max_body_bytes=LIMIT)))
 
 
 @pytest.mark.parametrize("length", ["abc", "-1", "1e3", "5, 5", "+5", "\u0665"])

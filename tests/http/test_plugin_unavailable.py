@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import given, settings
 
-from gateway_kit import Principal, hookimpl
+from gateway_kit import GatewaySettings, PluginSettings, Principal, hookimpl
 from gateway_kit.http.errors import PLUGIN_UNAVAILABLE
 from gateway_kit.identity.middleware import IdentityMiddleware
 from gateway_kit.testing import FakeGoose
@@ -65,7 +65,10 @@ def capped_gateway(log_url: str) -> Iterator[tuple[asyncio.Runner, Any, Any, Fak
         fake = FakeGoose(ping_interval=0.05)
         gates = contextlib.AsyncExitStack()
         opened = running_gateway(
-            log_url, fake, plugins=[directory], plugin_timeout=0.1, plugin_hung_limit=1
+            log_url,
+            fake,
+            plugins=[directory],
+            settings=GatewaySettings(plugins=PluginSettings(timeout=0.1, hung_limit=1)),
         )
         gateway, log = runner.run(gates.enter_async_context(opened))
         closing.callback(lambda: runner.run(gates.aclose()))

@@ -20,7 +20,7 @@ from flask.typing import ResponseReturnValue
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, HttpSettings
 from gateway_kit.types import Message
 from tests.support.asgi_driver import http_scope
 from tests.support.raw_requests import JSON_TYPE, Call, assert_json_error
@@ -71,9 +71,11 @@ def gateway(log: EventLog, echo: Echo) -> Gateway:
         log=log,
         allow_anonymous=True,
         load_entry_points=False,
-        wsgi_workers=WORKERS,
-        body_timeout=BODY_TIMEOUT,
-        max_body_bytes=MAX_BODY,
+        settings=GatewaySettings(
+            http=HttpSettings(
+                wsgi_workers=WORKERS, body_timeout=BODY_TIMEOUT, max_body_bytes=MAX_BODY
+            )
+        ),
     )
 
 
@@ -199,7 +201,12 @@ def test_any_body_reaches_flask_whole_or_is_refused_with_a_json_error(sqlite_url
 
 
 def test_a_run_whose_body_stalls_is_a_408_that_writes_nothing(log: EventLog) -> None:
-    app = Gateway(log=log, allow_anonymous=True, load_entry_points=False, body_timeout=0.3)
+    app = Gateway(
+        log=log,
+        allow_anonymous=True,
+        load_entry_points=False,
+        settings=GatewaySettings(http=HttpSettings(body_timeout=0.3)),
+    )
     scope = http_scope("POST", b"/gateway/streams/conv/runs", headers=JSON_TYPE)
     sent: list[Message] = []
 
@@ -234,8 +241,9 @@ def test_clients_that_never_read_their_answer_hold_a_flask_thread_for_the_send_t
         log=log,
         allow_anonymous=True,
         load_entry_points=False,
-        wsgi_workers=WORKERS,
-        send_timeout=SEND_TIMEOUT,
+        settings=GatewaySettings(
+            http=HttpSettings(wsgi_workers=WORKERS, send_timeout=SEND_TIMEOUT)
+        ),
     )
     with serve_in_thread(app, send_buffer=4096) as base:
         url = urlsplit(base)

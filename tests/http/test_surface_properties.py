@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 from hypothesis import example, given, settings
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, HttpSettings, RunSettings
 from gateway_kit.testing import FakeGoose
 from tests.support.raw_requests import (
     ALLOWED_STATUSES,
@@ -101,7 +101,12 @@ def surface(log_url: str) -> Iterator[tuple[asyncio.Runner, Surface, list[str]]]
         fake = FakeGoose(ping_interval=0.05)
         gates = contextlib.AsyncExitStack()
         opened = running_gateway(
-            log_url, fake, max_body_bytes=MAX_BODY, max_message_bytes=MAX_MESSAGE
+            log_url,
+            fake,
+            settings=GatewaySettings(
+                http=HttpSettings(max_body_bytes=MAX_BODY),
+                runs=RunSettings(max_message_bytes=MAX_MESSAGE),
+            ),
         )
         gateway, log = runner.run(gates.enter_async_context(opened))
         closing.callback(lambda: runner.run(gates.aclose()))

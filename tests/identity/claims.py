@@ -13,7 +13,7 @@ import httpx
 import respx
 import sqlalchemy as sa
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
 from gateway_kit.identity.tables import STREAM_OWNERS
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.testing import FakeGoose
@@ -107,7 +107,7 @@ async def site(
                 flask_app(None),
                 log=log,
                 upstream=upstream,
-                pump_settings=FAST,
+                settings=GatewaySettings(pumps=FAST),
                 plugins=plugins,
                 **EXAMPLE_LEGACY,
             )

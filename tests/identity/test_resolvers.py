@@ -16,7 +16,7 @@ import psycopg
 import sqlalchemy as sa
 from flask import Flask, jsonify, session
 
-from gateway_kit import EventLog, Gateway, Principal, hookimpl
+from gateway_kit import EventLog, Gateway, GatewaySettings, PluginSettings, Principal, hookimpl
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from tests.support.flask_site import BASE, SECRET, assert_error, strict_gateway, with_clients
@@ -52,7 +52,9 @@ def test_a_slow_resolver_delays_only_its_own_request(log: EventLog) -> None:
     StreamOwners(log).declare("alice-notes", "alice")
     _, token = ApiTokens(log).create("alice")
     slow = SlowResolver()
-    gateway = strict_gateway(log, plugins=[slow], plugin_timeout=HELD * 2)
+    gateway = strict_gateway(
+        log, plugins=[slow], settings=GatewaySettings(plugins=PluginSettings(timeout=HELD * 2))
+    )
 
     async def body(client: httpx.AsyncClient) -> None:
         waiting = asyncio.ensure_future(client.get(PAGE, headers={**JSON, "x-slow": "1"}))

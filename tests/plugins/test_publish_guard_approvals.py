@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway_kit import Event, EventLog, LifecycleSettings, StreamOwners
+from gateway_kit import Event, EventLog, GatewaySettings, LifecycleSettings, StreamOwners
 from gateway_kit.approvals import Approval, ApprovalSettings, Kind, Status
 from gateway_kit.approvals.events import CLAIMED, DECIDED, EXPIRED, REQUESTED, VOIDED, event_of
 from gateway_kit.approvals.goose_actions import ActionRequest
@@ -165,14 +165,16 @@ def test_a_page_whose_write_was_rejected_or_expired_is_not_published_and_the_run
         .confirm_tool("write_file", WRITE, result="wrote public/fox.html", call_id="call_w1")
         .text(CLAIM)
     )
-    approvals = QUICK if outcome == "rejected" else dataclasses.replace(QUICK, expiry=0.2)
+    expiry = 900.0 if outcome == "rejected" else 0.2
 
     async def main() -> tuple[dict[str, Any], list[Event]]:
         async with gateway_client(
             log_url,
             fake,
-            approval_settings=approvals,
-            lifecycle_settings=LifecycleSettings(max_follow_ups=0),
+            settings=GatewaySettings(
+                lifecycle=LifecycleSettings(max_follow_ups=0), approvals=QUICK
+            ),
+            approval_expiry=expiry,
             **options(tmp_path),
         ) as (client, gateway, log):
             StreamOwners(log).declare(STREAM, OWNER)
@@ -203,7 +205,9 @@ def test_a_page_whose_write_was_approved_is_published(log_url: str, tmp_path: Pa
     )
 
     async def main() -> dict[str, Any]:
-        async with gateway_client(log_url, fake, approval_settings=QUICK, **options(tmp_path)) as (
+        async with gateway_client(
+            log_url, fake, settings=GatewaySettings(approvals=QUICK), **options(tmp_path)
+        ) as (
             client,
             gateway,
             log,

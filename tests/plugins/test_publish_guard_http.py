@@ -11,7 +11,14 @@ from typing import Any
 
 import httpx
 
-from gateway_kit import EventLog, Gateway, GooseUpstream, LifecycleSettings, StreamOwners
+from gateway_kit import (
+    EventLog,
+    Gateway,
+    GatewaySettings,
+    GooseUpstream,
+    LifecycleSettings,
+    StreamOwners,
+)
 from gateway_kit.testing import FakeGoose
 from tests.support.serving import serve_in_thread
 from tests.support.upstream import FAST
@@ -50,8 +57,7 @@ def served_run(sqlite_url: str, tmp_path: Path, says: str) -> Seen:
             log=log,
             upstream=GooseUpstream(base_url=goose_url, secret_key=fake.secret_key),
             plugin_config={NAME: {"public_root": template(tmp_path)}},
-            lifecycle_settings=LifecycleSettings(max_follow_ups=1),
-            pump_settings=FAST,
+            settings=GatewaySettings(pumps=FAST, lifecycle=LifecycleSettings(max_follow_ups=1)),
             allow_anonymous=True,
             load_entry_points=False,
         )

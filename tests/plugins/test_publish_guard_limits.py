@@ -17,7 +17,7 @@ from unittest import mock
 
 import pytest
 
-from gateway_kit import Event, EventLog, LifecycleSettings, StreamOwners
+from gateway_kit import Event, EventLog, GatewaySettings, LifecycleSettings, StreamOwners
 from gateway_kit.testing import FakeGoose, Turn
 from tests.support.runs import bound_session, gateway_client, run_types, start_run, wait_status
 
@@ -123,7 +123,7 @@ def test_a_run_claiming_a_page_too_deep_to_publish_is_never_reported_delivered(
         async with gateway_client(
             log_url,
             fake,
-            lifecycle_settings=LifecycleSettings(max_follow_ups=0),
+            settings=GatewaySettings(lifecycle=LifecycleSettings(max_follow_ups=0)),
             **options(tmp_path),
         ) as (client, gateway, log):
             StreamOwners(log).declare(STREAM, OWNER)

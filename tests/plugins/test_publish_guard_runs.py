@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gateway_kit import Event, LifecycleSettings, StreamOwners
+from gateway_kit import Event, GatewaySettings, LifecycleSettings, StreamOwners
 from gateway_kit.testing import FakeGoose, Turn
 from tests.support.runs import bound_session, gateway_client, run_types, start_run, wait_status
 from tests.support.upstream import until
@@ -112,7 +112,7 @@ def test_a_page_never_written_ends_flagged_after_the_follow_ups(
         async with gateway_client(
             log_url,
             fake,
-            lifecycle_settings=LifecycleSettings(max_follow_ups=2),
+            settings=GatewaySettings(lifecycle=LifecycleSettings(max_follow_ups=2)),
             **options(tmp_path),
         ) as (client, gateway, log):
             StreamOwners(log).declare(STREAM, OWNER)

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from gateway_kit import EventLog, Gateway, GooseUpstream, hookimpl
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream, hookimpl
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from tests.support.processes import serve_app
@@ -72,8 +72,9 @@ def main() -> None:
         plugins=[Ledger(log.tables.engine, name, die=DIE in sys.argv[6:])],
         load_entry_points=False,
         allow_anonymous=True,
-        pump_settings=TAKEOVER,
-        lifecycle_settings=LifecycleSettings(billing=QUICK_BILLING),
+        settings=GatewaySettings(
+            pumps=TAKEOVER, lifecycle=LifecycleSettings(billing=QUICK_BILLING)
+        ),
     )
     serve_app(gateway, port_file)
 

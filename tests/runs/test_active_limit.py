@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import settings as settings_of
 from hypothesis import strategies as st
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.runs.model import Run, RunStatus
@@ -54,7 +54,7 @@ def working(_message: Any) -> Turn:
 
 @asynccontextmanager
 async def processes(
-    log_url: str, fake: FakeGoose, count: int = 1, **options: Any
+    log_url: str, fake: FakeGoose, count: int = 1, lifecycle: LifecycleSettings | None = None
 ) -> AsyncIterator[list[tuple[httpx.AsyncClient, Gateway]]]:
     """`count` strict gateways on one database, each with a log of its own, as processes
     have: a client of each."""
@@ -71,9 +71,9 @@ async def processes(
             upstream = GooseUpstream(
                 base_url=GOOSE_URL, secret_key=fake.secret_key, client=goose_client
             )
+            settings = GatewaySettings(pumps=FAST, lifecycle=lifecycle or LifecycleSettings())
             gateway = Gateway(
-                log=log, upstream=upstream, pump_settings=FAST, load_entry_points=False,
-                **options,
+                log=log, upstream=upstream, settings=settings, load_entry_points=False
             )  # fmt: skip
             assert gateway.runs is not None
             stack.push_async_callback(gateway.runs.shutdown)
@@ -138,7 +138,7 @@ def test_starts_at_once_through_two_processes_never_pass_the_limit(log_url: str)
 
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05, default_turn=working)
-        async with processes(log_url, fake, 2, lifecycle_settings=settings) as served:
+        async with processes(log_url, fake, 2, lifecycle=settings) as served:
             bob = bearer(served[0][1].log, "bob")
             answers = await asyncio.gather(
                 *(start(served[i % 2][0], bob, f"bob-{i}") for i in range(tries))
@@ -206,9 +206,7 @@ def test_any_start_of_a_user_at_the_limit_is_refused_and_writes_nothing(log_url:
     fake = FakeGoose(ping_interval=0.05, default_turn=working)
     with asyncio.Runner() as runner:
         gates = AsyncExitStack()
-        served = runner.run(
-            gates.enter_async_context(processes(log_url, fake, lifecycle_settings=settings))
-        )
+        served = runner.run(gates.enter_async_context(processes(log_url, fake, lifecycle=settings)))
         try:
             client, gateway = served[0]
             token = ApiTokens(gateway.log).create("bob")[1]

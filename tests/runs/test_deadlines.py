@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
 from gateway_kit.runs.lifecycle import RunLifecycle
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.runs.model import Run, RunStatus
@@ -39,7 +39,9 @@ def test_a_reply_goose_never_answers_is_a_504_within_the_bound_and_leaves_nothin
 ) -> None:
     async def main() -> None:
         fake = HangingReplyGoose(ping_interval=0.05)
-        async with gateway_client(log_url, fake, reply_timeout=0.5) as (client, gateway, log):
+        async with gateway_client(
+            log_url, fake, settings=GatewaySettings(lifecycle=LifecycleSettings(reply_timeout=0.5))
+        ) as (client, gateway, log):
             bound_session(fake, gateway)
             loop = asyncio.get_running_loop()
             posted = loop.time()
@@ -184,12 +186,12 @@ def test_deadlines_hold_across_a_restart_from_the_times_stored(log_url: str) -> 
     asyncio.run(main())
 
 
-def test_the_gateway_keywords_set_the_lifecycle_limits(sqlite_url: str) -> None:
+def test_the_gateway_settings_set_the_lifecycle_limits(sqlite_url: str) -> None:
     with EventLog(sqlite_url) as log:
         upstream = GooseUpstream(secret_key="s")
-        mine = LifecycleSettings(max_follow_ups=0, cancel_deadline=7.0)
+        mine = LifecycleSettings(max_follow_ups=0, cancel_deadline=7.0, max_run_duration=60.0)
         gateway = Gateway(log=log, upstream=upstream, allow_anonymous=True,
-                          lifecycle_settings=mine, max_run_duration=60.0)  # fmt: skip
+                          settings=GatewaySettings(lifecycle=mine))  # fmt: skip
         assert gateway.lifecycle is not None
         settings = gateway.lifecycle.settings
         assert (settings.max_follow_ups, settings.cancel_deadline) == (0, 7.0)

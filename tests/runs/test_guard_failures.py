@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gateway_kit import Event, GuardVeto, LifecycleSettings, hookimpl
+from gateway_kit import Event, GatewaySettings, GuardVeto, LifecycleSettings, hookimpl
 from gateway_kit.testing import FakeGoose
 from tests.support.runs import gateway_client, run_types, start_run, wait_status
 
@@ -69,7 +69,10 @@ def ended(log_url: str, *guards: object) -> tuple[dict[str, Any], list[Event], F
     settings = LifecycleSettings(hook_timeout=0.3, max_follow_ups=2)
 
     async def main() -> tuple[dict[str, Any], list[Event]]:
-        options: dict[str, Any] = {"plugins": list(guards), "lifecycle_settings": settings}
+        options: dict[str, Any] = {
+            "plugins": list(guards),
+            "settings": GatewaySettings(lifecycle=settings),
+        }
         async with gateway_client(log_url, fake, **options) as (client, _, log):
             run_id = await start_run(client, "make the fox page")
             shown = await wait_status(client, run_id, "finished")

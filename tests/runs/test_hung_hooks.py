@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway_kit import Event, hookimpl
+from gateway_kit import Event, GatewaySettings, hookimpl
 from gateway_kit.hooks import manager
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
@@ -53,7 +53,10 @@ def test_a_hanging_finish_guard_leaves_other_runs_their_end_and_every_run_its_bi
 
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
-        options: dict[str, Any] = {"plugins": [guard, ledger], "lifecycle_settings": settings}
+        options: dict[str, Any] = {
+            "plugins": [guard, ledger],
+            "settings": GatewaySettings(lifecycle=settings),
+        }
         async with gateway_client(log_url, fake, **options) as (client, _, _):
             stuck = [await start_run(client, "go", stream=f"stuck-{n}") for n in range(STUCK_RUNS)]
             await until(lambda: guard.entered >= LIFECYCLE_THREADS)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway_kit import Event, GuardVeto, RecoveryPlan
+from gateway_kit import Event, GatewaySettings, GuardVeto, RecoveryPlan
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.bills import idempotency_key
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
@@ -123,7 +123,9 @@ def test_a_guard_that_always_vetoes_gets_n_follow_ups_then_guard_failed_and_fini
         fake = FakeGoose(ping_interval=0.05)
         settings = LifecycleSettings(max_follow_ups=3)
         guards = [plugin("never-done", finish_guard=never_done)]
-        async with gateway_client(log_url, fake, plugins=guards, lifecycle_settings=settings) as (
+        async with gateway_client(
+            log_url, fake, plugins=guards, settings=GatewaySettings(lifecycle=settings)
+        ) as (
             client,
             _,
             log,
@@ -295,7 +297,7 @@ def test_a_bill_whose_delivery_raised_is_delivered_again_with_the_same_key(log_u
 
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
-        options = {"plugins": [ledger], "lifecycle_settings": settings}
+        options = {"plugins": [ledger], "settings": GatewaySettings(lifecycle=settings)}
         async with gateway_client(log_url, fake, **options) as (client, gateway, _):
             run_id = await start_run(client, "go")
             await wait_status(client, run_id, "finished")

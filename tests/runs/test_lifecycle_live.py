@@ -9,7 +9,16 @@ from typing import Any
 
 import httpx
 
-from gateway_kit import Event, EventLog, Gateway, GooseUpstream, GuardVeto, hookimpl
+from gateway_kit import (
+    Event,
+    EventLog,
+    Gateway,
+    GatewaySettings,
+    GooseUpstream,
+    GuardVeto,
+    LegacySurfaces,
+    hookimpl,
+)
 from gateway_kit.testing import FakeGoose, Turn
 from tests.support.serving import serve_in_thread
 from tests.support.upstream import FAST
@@ -63,8 +72,8 @@ def test_clients_see_the_follow_up_in_the_same_run_and_one_end_after_it(sqlite_u
                 plugins=[guard],
                 load_entry_points=False,
                 allow_anonymous=True,
-                pump_settings=FAST,
-                legacy_tasks_path="/api/tasks",
+                settings=GatewaySettings(pumps=FAST),
+                legacy=LegacySurfaces(tasks="/api/tasks"),
             )
             assert gateway.pumps is not None
             gateway.pumps.store.bind("conv", session)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway_kit import LifecycleSettings
+from gateway_kit import GatewaySettings, LifecycleSettings
 from gateway_kit.testing import FakeGoose, Turn
 from tests.support.runs import bound_session, gateway_client, sse_events, start_run, wait_status
 from tests.support.upstream import until
@@ -127,7 +127,7 @@ def test_goose_refusing_the_run_fails_it_visibly(log_url: str) -> None:
 
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
-        async with gateway_client(log_url, fake, lifecycle_settings=settings) as (
+        async with gateway_client(log_url, fake, settings=GatewaySettings(lifecycle=settings)) as (
             client,
             gateway,
             log,

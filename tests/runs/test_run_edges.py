@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from gateway_kit import Event, EventLog, GuardVeto, RecoveryPlan, hookimpl
+from gateway_kit import Event, EventLog, GatewaySettings, GuardVeto, RecoveryPlan, hookimpl
 from gateway_kit.log.postgres import conninfo
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.lifecycle_settings import LifecycleSettings
@@ -460,7 +460,10 @@ def test_a_delivery_that_timed_out_keeps_its_claim_so_none_runs_beside_it(
 
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
-        options: dict[str, Any] = {"plugins": [ledger], "lifecycle_settings": settings}
+        options: dict[str, Any] = {
+            "plugins": [ledger],
+            "settings": GatewaySettings(lifecycle=settings),
+        }
         async with gateway_client(sqlite_url, fake, **options) as (client, gateway, _):
             run_id = await start_run(client, "go")
             await wait_status(client, run_id, "finished")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, SocketSettings
 from gateway_kit.demo import create_app
 from tests.support.processes import serve_app
 
@@ -24,8 +24,9 @@ def main() -> None:
     gateway = Gateway(
         flask_app,
         log=log,
-        socketio_redis_url=redis_url,
-        socketio_redis_channel=channel,
+        settings=GatewaySettings(
+            sockets=SocketSettings(redis_url=redis_url, redis_channel=channel)
+        ),
     )
     serve_app(gateway, port_file)
 

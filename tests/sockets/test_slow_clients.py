@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, HttpSettings, StreamSettings
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from gateway_kit.sockets.server import SocketServer
@@ -33,7 +33,13 @@ def gateway(log_url: str) -> Iterator[tuple[str, Gateway, str]]:
     log = EventLog(log_url)
     StreamOwners(log).declare(STREAM, "alice")
     _, token = ApiTokens(log).create("alice")
-    gateway = Gateway(flask_app(log), log=log, queue_size=LIMIT, send_timeout=3.0)
+    gateway = Gateway(
+        flask_app(log),
+        log=log,
+        settings=GatewaySettings(
+            streams=StreamSettings(queue_size=LIMIT), http=HttpSettings(send_timeout=3.0)
+        ),
+    )
     try:
         with serve_in_thread(gateway, send_buffer=SEND_BUFFER) as base:
             yield base, gateway, token

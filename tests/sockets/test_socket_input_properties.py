@@ -15,7 +15,7 @@ import socketio
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, IdentitySettings
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from tests.support.flask_site import flask_app
@@ -71,7 +71,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Even
     StreamOwners(log).declare(OWN, "user")
     try:
         # One connect per example: the ticket rate limit is not what is tested here.
-        gateway = Gateway(flask_app(log), log=log, ticket_rate=(10_000, 1.0))
+        gateway = Gateway(
+            flask_app(log),
+            log=log,
+            settings=GatewaySettings(identity=IdentitySettings(ticket_rate=(10_000, 1.0))),
+        )
         with serve_in_thread(gateway) as base:
             yield base, log, token
     finally:

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, IdentitySettings
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.tokens import ApiTokens
 from tests.support.flask_site import flask_app
@@ -38,7 +38,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Even
     tokens = {user: ApiTokens(log).create(user)[1] for user in USERS}
     try:
         # Many tickets per credential in little time: the rate limit is not what is tested.
-        gateway = Gateway(flask_app(log), log=log, ticket_rate=(10_000, 1.0))
+        gateway = Gateway(
+            flask_app(log),
+            log=log,
+            settings=GatewaySettings(identity=IdentitySettings(ticket_rate=(10_000, 1.0))),
+        )
         with serve_in_thread(gateway) as base:
             yield base, log, tokens
     finally:

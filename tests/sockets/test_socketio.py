@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import socketio
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, StreamSettings
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.identity.secrets import digest
 from gateway_kit.identity.tables import socket_tickets
@@ -361,7 +361,11 @@ def test_a_replay_in_pages_capped_by_bytes_sends_every_event_once(log_url: str) 
     sizes = [1000, 1000, 1000, 7000, 10, 10, 2500, 3000, 1, 1] * 3
     for n, size in enumerate(sizes):
         log.append(ALICE, "Message", {"n": n, "text": "é" * (size // 2)})  # UTF-8 bytes count
-    gateway = Gateway(flask_app(log), log=log, max_page_bytes=3000)
+    gateway = Gateway(
+        flask_app(log),
+        log=log,
+        settings=GatewaySettings(streams=StreamSettings(max_page_bytes=3000)),
+    )
 
     async def main() -> None:
         cli = with_token(base, token)

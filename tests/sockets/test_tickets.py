@@ -8,7 +8,14 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from gateway_kit import EventLog, Gateway, LegacySurfaces, Principal
+from gateway_kit import (
+    EventLog,
+    Gateway,
+    GatewaySettings,
+    IdentitySettings,
+    LegacySurfaces,
+    Principal,
+)
 from gateway_kit.identity.tables import socket_tickets
 from gateway_kit.identity.tickets import RateLimited, SocketTickets
 from gateway_kit.identity.tokens import ApiTokens
@@ -83,7 +90,10 @@ def test_asking_too_often_is_a_429_with_retry_after_and_the_legacy_shape_is_kept
     log = EventLog(sqlite_url)
     _, token = ApiTokens(log).create("alice")
     gateway = Gateway(
-        flask_app(log), log=log, ticket_rate=(2, 60.0), legacy_socket_token_path="/api/socket-token"
+        flask_app(log),
+        log=log,
+        settings=GatewaySettings(identity=IdentitySettings(ticket_rate=(2, 60.0))),
+        legacy=LegacySurfaces(socket_token="/api/socket-token"),
     )
     bearer = {"authorization": f"Bearer {token}"}
 
@@ -105,7 +115,9 @@ def test_asking_too_often_is_a_429_with_retry_after_and_the_legacy_shape_is_kept
 
 def test_the_legacy_socket_token_needs_a_cookies_csrf_token(sqlite_url: str) -> None:
     log = EventLog(sqlite_url)
-    gateway = Gateway(flask_app(log), log=log, legacy_socket_token_path="/api/socket-token")
+    gateway = Gateway(
+        flask_app(log), log=log, legacy=LegacySurfaces(socket_token="/api/socket-token")
+    )
 
     async def body(client: httpx.AsyncClient) -> None:
         csrf = await log_in(client, "alice")

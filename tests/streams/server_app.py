@@ -11,7 +11,7 @@ import os
 
 from flask import Flask, Response, jsonify
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings
 from tests.support.legacy_paths import EXAMPLE_LEGACY
 
 LOG_URL_VAR = "GATEWAY_KIT_STREAMS_LOG_URL"
@@ -35,8 +35,13 @@ def legacy_app() -> Flask:
 
 def create() -> Gateway:
     options = json.loads(os.environ.get(OPTIONS_VAR, "{}"))
+    # {"settings": {part: {setting: value}}}: JSON for settings=GatewaySettings(...)
+    parts = GatewaySettings.parts()
+    given = options.pop("settings", {})
+    settings = GatewaySettings(**{part: parts[part](**values) for part, values in given.items()})
     return Gateway(
         legacy_app(),
         log=EventLog(os.environ[LOG_URL_VAR]),
+        settings=settings,
         **{"allow_anonymous": True, **EXAMPLE_LEGACY, **options},
     )

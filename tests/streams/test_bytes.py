@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gateway_kit import Event, EventLog
+from gateway_kit import Event, EventLog, GatewaySettings, StreamSettings
 from gateway_kit.log.pages import data_size
 from tests.support.asgi_driver import Request
 from tests.support.waiting import settled
@@ -37,7 +37,7 @@ def assert_capped(page: list[dict[str, Any]], by_seq: dict[int, Event]) -> None:
 def test_a_json_page_ends_at_max_page_bytes_and_next_after_walks_every_event(
     log: EventLog, make_gateway: MakeGateway
 ) -> None:
-    gateway = make_gateway(max_page_bytes=CAP)
+    gateway = make_gateway(settings=GatewaySettings(streams=StreamSettings(max_page_bytes=CAP)))
     events = fill(log)
     by_seq = {e.seq: e for e in events}
 
@@ -72,7 +72,7 @@ def test_a_json_page_ends_at_max_page_bytes_and_next_after_walks_every_event(
 def test_an_sse_replay_in_byte_capped_pages_sends_every_event_once(
     log: EventLog, make_gateway: MakeGateway
 ) -> None:
-    gateway = make_gateway(max_page_bytes=CAP)
+    gateway = make_gateway(settings=GatewaySettings(streams=StreamSettings(max_page_bytes=CAP)))
     events = fill(log)
     log.append("conv", "Finish", {}, run_id="r1")
 
@@ -97,7 +97,7 @@ def test_an_sse_replay_in_byte_capped_pages_sends_every_event_once(
 def test_a_legacy_poll_ends_at_max_page_bytes_and_next_offset_walks_every_event(
     log: EventLog, make_gateway: MakeGateway
 ) -> None:
-    gateway = make_gateway(max_page_bytes=CAP)
+    gateway = make_gateway(settings=GatewaySettings(streams=StreamSettings(max_page_bytes=CAP)))
     events = fill(log, run_id="task-1")
     by_idx = dict(enumerate(events))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, HttpSettings, StreamSettings
 from tests.support.asgi_driver import Request, hang_up_all, wait_all
 from tests.support.waiting import until
 
@@ -118,7 +118,11 @@ def test_subscribers_that_join_while_commits_are_handed_off_miss_nothing(
 def test_a_client_that_stops_reading_is_cut_off_and_the_others_carry_on(
     log: EventLog, make_gateway: MakeGateway
 ) -> None:
-    gateway = make_gateway(queue_size=4, send_timeout=60)
+    gateway = make_gateway(
+        settings=GatewaySettings(
+            streams=StreamSettings(queue_size=4), http=HttpSettings(send_timeout=60)
+        )
+    )
 
     async def main() -> None:
         healthy = Request(gateway, PATH).start()
@@ -140,7 +144,11 @@ def test_a_client_that_stops_reading_is_cut_off_and_the_others_carry_on(
 
 
 def test_a_write_that_times_out_ends_the_stream(log: EventLog, make_gateway: MakeGateway) -> None:
-    gateway = make_gateway(send_timeout=0.05, ping_interval=0.01)
+    gateway = make_gateway(
+        settings=GatewaySettings(
+            streams=StreamSettings(ping_interval=0.01), http=HttpSettings(send_timeout=0.05)
+        )
+    )
 
     async def main() -> None:
         stuck = Request(gateway, PATH, send_blocked=True).start()
@@ -153,7 +161,11 @@ def test_a_write_that_times_out_ends_the_stream(log: EventLog, make_gateway: Mak
 def test_a_data_write_that_times_out_ends_the_stream_between_pings(
     log: EventLog, make_gateway: MakeGateway
 ) -> None:
-    gateway = make_gateway(send_timeout=0.2, ping_interval=60)
+    gateway = make_gateway(
+        settings=GatewaySettings(
+            streams=StreamSettings(ping_interval=60), http=HttpSettings(send_timeout=0.2)
+        )
+    )
     log.append("conv", "Message", {"n": 0})
 
     async def main() -> None:

@@ -138,7 +138,7 @@ def test_a_bad_offset_is_a_400_json_error(log: EventLog, make_gateway: MakeGatew
 
 
 def test_the_legacy_path_can_be_left_to_the_app(log: EventLog, make_gateway: MakeGateway) -> None:
-    gateway = make_gateway(legacy_flask_app(), legacy_tasks_path=None)
+    gateway = make_gateway(legacy_flask_app(), legacy=None)
     log.append("conv", "Message", {}, run_id="task-1")
     assert poll(gateway, "task-1").json()["served_by"] == "flask"
 

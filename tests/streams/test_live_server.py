@@ -112,7 +112,8 @@ def test_500_subscribers_get_every_event_and_a_frozen_one_is_cut_off(
         resumed.close()
 
     # A small kernel send buffer: what the kernel holds for the frozen client fills quickly.
-    with serve(log_url, tmp_path, sndbuf=4096, queue_size=16, send_timeout=120) as server:
+    settings = {"streams": {"queue_size": 16}, "http": {"send_timeout": 120}}
+    with serve(log_url, tmp_path, sndbuf=4096, settings=settings) as server:
         asyncio.run(main(server))
 
 
@@ -172,9 +173,9 @@ STACKS = [("httptools", "uvloop"), ("h11", "asyncio"), ("h11", "uvloop"), ("http
 # Gateway options under which a client that stops reading is cut off for one reason only.
 CUT_OFFS: dict[str, dict[str, Any]] = {
     # Its queue of 16 overflows; the send timeout is far beyond the test.
-    "overflow": {"queue_size": 16, "send_timeout": 120},
+    "overflow": {"settings": {"streams": {"queue_size": 16}, "http": {"send_timeout": 120}}},
     # The default queue (1 024) holds every event of the test; a write waits more than 1 s.
-    "send_timeout": {"send_timeout": 1.0},
+    "send_timeout": {"settings": {"http": {"send_timeout": 1.0}}},
 }
 
 
@@ -229,8 +230,9 @@ def test_a_client_cut_off_that_reads_again_gets_a_clean_end(
         assert len(ids) < last
 
     try:
+        settings = {"streams": {"queue_size": 16}, "http": {"send_timeout": 120}}
         with serve(
-            sqlite_url, tmp_path, sndbuf=4096, http=http, loop=loop, queue_size=16, send_timeout=120
+            sqlite_url, tmp_path, sndbuf=4096, http=http, loop=loop, settings=settings
         ) as server:
             asyncio.run(main(server))
             output = server.output()
@@ -287,7 +289,8 @@ def test_sigterm_with_a_client_that_stopped_reading_still_exits(
         assert healthy.ended  # a client that reads still gets the clean end
 
     try:
-        with serve(sqlite_url, tmp_path, sndbuf=4096, send_timeout=120) as server:
+        settings = {"http": {"send_timeout": 120}}
+        with serve(sqlite_url, tmp_path, sndbuf=4096, settings=settings) as server:
             asyncio.run(main(server))
             assert server.process.wait(READ_TIMEOUT) in (0, -signal.SIGTERM)
             assert "Application shutdown complete" in server.output()

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, GatewaySettings, StreamSettings
 from tests.support.asgi_driver import Request
 from tests.support.waiting import settled
 
@@ -183,7 +183,7 @@ def test_an_epoch_qualified_cursor_of_this_log_resumes_normally(
 
 
 def test_pings_keep_an_idle_stream_alive(make_gateway: MakeGateway) -> None:
-    gateway = make_gateway(ping_interval=0.01)
+    gateway = make_gateway(settings=GatewaySettings(streams=StreamSettings(ping_interval=0.01)))
 
     async def main() -> None:
         request = Request(gateway, events_path()).start()

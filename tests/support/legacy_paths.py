@@ -1,11 +1,15 @@
-"""The example app's legacy surfaces as `Gateway`'s flat keywords, for tests whose legacy clients
-read them: a gateway takes none of an app's paths unless asked (a test's own keyword wins)."""
+"""The example app's legacy surfaces as `Gateway` keywords, for tests whose legacy clients read
+them: a gateway takes none of an app's paths unless asked (a test's own ``legacy=`` wins)."""
 
 from __future__ import annotations
 
+from gateway_kit import LegacySurfaces
+
 EXAMPLE_LEGACY = {
-    "legacy_tasks_path": "/api/tasks",
-    "legacy_usage_path": "/api/usage",
-    "legacy_socket_token_path": "/api/socket-token",
-    "legacy_approvals_path": "/api/plan-approvals/pending",
+    "legacy": LegacySurfaces(
+        tasks="/api/tasks",
+        usage="/api/usage",
+        socket_token="/api/socket-token",
+        approvals="/api/plan-approvals/pending",
+    )
 }

@@ -20,7 +20,7 @@ import httpx
 import respx
 import sqlalchemy as sa
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
 from gateway_kit.bindings.tables import SESSIONS
 from gateway_kit.runs.model import RunStatus
 from gateway_kit.runs.tables import RUNS
@@ -28,7 +28,7 @@ from gateway_kit.testing import FakeGoose
 from gateway_kit.types import ASGIApp, Message, Receive, Scope, Send
 from tests.support.asgi_driver import http_scope
 from tests.support.legacy_paths import EXAMPLE_LEGACY
-from tests.support.upstream import FAST, GOOSE_URL, until
+from tests.support.upstream import GOOSE_URL, fast_pumps, until
 
 PREFIX = "/gateway"
 WAIT = 10.0  # seconds an answer that should come at once may take
@@ -134,6 +134,7 @@ async def running_gateway(
     *,
     app: Any = wrapped_app,
     allow_anonymous: bool = True,
+    settings: GatewaySettings | None = None,
     **options: Any,
 ) -> AsyncIterator[tuple[Gateway, EventLog]]:
     """A gateway around `app` (by default `wrapped_app`), its upstream the fake goose
@@ -151,7 +152,7 @@ async def running_gateway(
                 log=log,
                 upstream=upstream,
                 allow_anonymous=allow_anonymous,
-                pump_settings=FAST,
+                settings=fast_pumps(settings),
                 **{"wsgi": False if app is wrapped_app else None, **EXAMPLE_LEGACY, **options},
             )
             try:

@@ -12,14 +12,21 @@ from typing import Any
 import httpx
 import respx
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream, LegacySurfaces
 from gateway_kit.testing import FakeGoose, Turn
-from tests.support.upstream import FAST, GOOSE_URL
+from tests.support.upstream import GOOSE_URL, fast_pumps
+
+TASK_POLL = LegacySurfaces(tasks="/api/tasks")
 
 
 @asynccontextmanager
 async def gateway_client(
-    log_url: str, fake: FakeGoose, *, with_upstream: bool = True, **options: Any
+    log_url: str,
+    fake: FakeGoose,
+    *,
+    with_upstream: bool = True,
+    settings: GatewaySettings | None = None,
+    **options: Any,
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Gateway, EventLog]]:
     """A client of a `Gateway` on `log_url` whose goose is `fake`; `options` go to `Gateway`."""
     log = EventLog(log_url)
@@ -35,8 +42,8 @@ async def gateway_client(
                 log=log,
                 upstream=upstream if with_upstream else None,
                 allow_anonymous=True,
-                pump_settings=FAST,
-                **{"load_entry_points": False, "legacy_tasks_path": "/api/tasks", **options},
+                settings=fast_pumps(settings),
+                **{"load_entry_points": False, "legacy": TASK_POLL, **options},
             )
             transport = httpx.ASGITransport(app=gateway)
             async with httpx.AsyncClient(

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import sys
 
-from gateway_kit import EventLog, Gateway, GooseUpstream
+from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
 from gateway_kit.upstream.pump import PumpSettings
 from tests.support.processes import serve_app
 
-TAKEOVER = PumpSettings(lease_ttl=1.5, lost_run_grace=3.0, reconnect_delay=0.05)
+TAKEOVER = PumpSettings(lease_ttl=1.5, lost_run_grace=3.0, reconnect_delay=0.05, scan_interval=0.3)
 
 
 def main() -> None:
@@ -24,8 +24,7 @@ def main() -> None:
         log=log,
         upstream=GooseUpstream(base_url=goose_url, secret_key=secret),
         allow_anonymous=True,
-        pump_settings=TAKEOVER,
-        pump_scan_interval=0.3,
+        settings=GatewaySettings(pumps=TAKEOVER),
     )
     serve_app(gateway, port_file)
 

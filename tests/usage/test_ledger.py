@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from gateway_kit_plugins import usage_ledger
 
-from gateway_kit import EventLog, Gateway, PluginError, hookimpl
+from gateway_kit import EventLog, Gateway, GatewaySettings, PluginError, hookimpl
 from gateway_kit.identity.owners import StreamOwners
 from gateway_kit.runs.billing import BillingSettings
 from gateway_kit.runs.bills import idempotency_key
@@ -77,7 +77,7 @@ def test_a_run_is_in_its_owners_ledger_once_across_replay_redelivery_and_restart
     log_url: str,
 ) -> None:
     deliveries = Deliveries()
-    options = {"plugins": [deliveries], "lifecycle_settings": QUICK}
+    options = {"plugins": [deliveries], "settings": GatewaySettings(lifecycle=QUICK)}
 
     async def main() -> None:
         fake = FakeGoose(ping_interval=0.05)
@@ -117,7 +117,7 @@ def test_a_run_is_in_its_owners_ledger_once_across_replay_redelivery_and_restart
 
 def test_blocking_the_plugin_leaves_the_ledger_empty(log_url: str) -> None:
     deliveries = Deliveries()
-    options = {"plugins": [deliveries], "lifecycle_settings": QUICK,
+    options = {"plugins": [deliveries], "settings": GatewaySettings(lifecycle=QUICK),
                "block_plugins": ["usage_ledger"]}  # fmt: skip
 
     async def main() -> None:

@@ -22,8 +22,10 @@ from starlette.routing import Route
 from gateway_kit import (
     EventLog,
     Gateway,
+    GatewaySettings,
     GooseUpstream,
     IdentityMiddleware,
+    LegacySurfaces,
     Plugins,
     Principal,
     UsageRoutes,
@@ -58,7 +60,7 @@ def bearer(log: EventLog, user: str) -> dict[str, str]:
 @pytest.fixture
 def site(log: EventLog) -> Iterator[Site]:
     """A gateway whose ledger holds two runs of alice (today and two days ago) and one of bob."""
-    gateway = Gateway(log=log, load_entry_points=False, legacy_usage_path="/api/usage")
+    gateway = Gateway(log=log, load_entry_points=False, legacy=LegacySurfaces(usage="/api/usage"))
     owners = StreamOwners(log)
     owners.declare("alice-notes", "alice")
     owners.declare("bob-notes", "bob")
@@ -215,8 +217,8 @@ def test_runs_two_users_started_over_http_land_each_in_their_own_usage(log: Even
             log=log,
             upstream=upstream,
             load_entry_points=False,
-            pump_settings=FAST,
-            legacy_usage_path="/api/usage",
+            settings=GatewaySettings(pumps=FAST),
+            legacy=LegacySurfaces(usage="/api/usage"),
         )
         alice, bob = bearer(log, "alice"), bearer(log, "bob")
         with serve_in_thread(gateway) as url, httpx.Client(base_url=url) as client:
