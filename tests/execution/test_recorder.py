@@ -66,6 +66,27 @@ def test_a_request_that_lasts_is_written_open_and_then_ended(log: EventLog) -> N
     asyncio.run(scenario())
 
 
+def test_a_request_written_open_is_written_ended_though_a_newer_one_ended_after_it(
+    log: EventLog,
+) -> None:
+    # Of a session's requests that end in one window only the newest is written, unless an
+    # older one's row is in the database open: left so, the session would stream for ever.
+    async def scenario() -> None:
+        recorder = ExecutionRecorder(RequestRows(log), window=60.0)
+        recorder.started("long", TMUX, "GET", "/v1/stream")
+        assert await recorder.flush()
+        recorder.ended("long", Outcome.CLIENT_CLOSED)
+        recorder.started("short", TMUX, "POST", "/v1/chat/completions")
+        recorder.ended("short", Outcome.COMPLETED, finish_reason="stop", terminal=True)
+        assert await recorder.flush()
+        written = {r.request_id: r for r in recorder.rows.read(TMUX, recorder.clock())}
+        assert written["long"].outcome == "client_closed"
+        assert written["short"].finish_reason == "stop"
+        await recorder.stop()
+
+    asyncio.run(scenario())
+
+
 def test_flush_writes_a_request_that_just_started(log: EventLog) -> None:
     async def scenario() -> None:
         recorder = ExecutionRecorder(RequestRows(log), window=60.0)

@@ -32,7 +32,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 
 from ..log.reconnect import Backoff
 from .request_rows import RequestRows
@@ -54,38 +54,6 @@ DROPPED = (
 def process_name() -> str:
     """This process, among every gateway process on every host."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-@dataclass(slots=True)
-class Observed:
-    """A request as the observer sees it change; a `RequestRecord` once written."""
-
-    request_id: str
-    tmux_session: str
-    method: str
-    path: str
-    started_at: float
-    sse_opened_at: float | None = None
-    ended_at: float | None = None
-    outcome: str | None = None
-    finish_reason: str | None = None
-    terminal_at: float | None = None
-    written_open: bool = False  # its row is in the database, open: its end must follow
-
-    def record(self, process: str) -> RequestRecord:
-        return RequestRecord(
-            self.request_id,
-            self.tmux_session,
-            process,
-            self.method,
-            self.path,
-            self.started_at,
-            self.sse_opened_at,
-            self.ended_at,
-            self.outcome,
-            self.finish_reason,
-            self.terminal_at,
-        )
 
 
 class ExecutionRecorder:
@@ -112,8 +80,11 @@ class ExecutionRecorder:
         # Request ids: this process's random tag and a count, unique among every process's.
         self._tag = uuid.uuid4().hex[:12]
         self._ids = itertools.count(1)
-        self._open: dict[str, Observed] = {}
-        self._pending: dict[str, Observed] = {}
+        # Each request as last noted: a change replaces its record, which is never changed.
+        self._open: dict[str, RequestRecord] = {}
+        self._pending: dict[str, RequestRecord] = {}
+        # Requests whose row may be in the database, open: their end must be written too.
+        self._written_open: set[str] = set()
         self._noted = 0  # changes noted so far
         self._written = 0  # changes noted before the last write of everything began
         self._changed = asyncio.Event()
@@ -133,15 +104,17 @@ class ExecutionRecorder:
     # --- what the observer notes ----------------------------------------------------------
 
     def started(self, request_id: str, tmux_session: str, method: str, path: str) -> None:
-        observed = Observed(request_id, tmux_session, method, path[:MAX_PATH_CHARS], self.clock())
-        self._open[request_id] = observed
-        self._note(observed)
+        record = RequestRecord(
+            request_id, tmux_session, self.process, method, path[:MAX_PATH_CHARS], self.clock()
+        )
+        self._open[request_id] = record
+        self._note(record)
 
     def sse_opened(self, request_id: str) -> None:
-        observed = self._open.get(request_id)
-        if observed is not None and observed.sse_opened_at is None:
-            observed.sse_opened_at = self.clock()
-            self._note(observed)
+        record = self._open.get(request_id)
+        if record is not None and record.sse_opened_at is None:
+            record = self._open[request_id] = replace(record, sse_opened_at=self.clock())
+            self._note(record)
 
     def ended(
         self,
@@ -151,41 +124,50 @@ class ExecutionRecorder:
         finish_reason: str | None = None,
         terminal: bool = False,
     ) -> None:
-        observed = self._open.pop(request_id, None)
-        if observed is None:
+        record = self._open.pop(request_id, None)
+        if record is None:
             return
-        observed.ended_at = now = self.clock()
-        observed.outcome = outcome.value
-        observed.finish_reason = finish_reason
-        observed.terminal_at = now if terminal else None
-        self._note(observed)
+        now = self.clock()
+        record = replace(
+            record,
+            ended_at=now,
+            outcome=outcome.value,
+            finish_reason=finish_reason,
+            terminal_at=now if terminal else None,
+        )
+        self._note(record)
 
-    def _note(self, observed: Observed) -> None:
-        self._pending[observed.request_id] = observed
+    def _note(self, record: RequestRecord) -> None:
+        self._pending[record.request_id] = record
         self._noted += 1
         self._changed.set()
         self._start_writer()
 
     # --- what one write takes -------------------------------------------------------------
 
-    def _take(self, now: float, everything: bool) -> list[Observed]:
+    def _take(self, now: float, everything: bool) -> list[RequestRecord]:
         """The requests to write now; what is left waits for the next write."""
-        rows: list[Observed] = []
-        newest_end: dict[str, Observed] = {}  # per session: its ended request never written
-        left: dict[str, Observed] = {}
-        for request_id, observed in self._pending.items():
-            if observed.ended_at is None:
-                if everything or observed.written_open or now - observed.started_at >= self.window:
-                    observed.written_open = True
-                    rows.append(observed)
+        rows: list[RequestRecord] = []
+        newest_end: dict[str, RequestRecord] = {}  # per session: its ended request never written
+        left: dict[str, RequestRecord] = {}
+        written_open = self._written_open
+        for request_id, record in self._pending.items():
+            if record.ended_at is None:
+                if (
+                    everything
+                    or request_id in written_open
+                    or now - record.started_at >= self.window
+                ):
+                    written_open.add(request_id)
+                    rows.append(record)
                 else:
-                    left[request_id] = observed  # may well end before the next write
-            elif observed.written_open:
-                rows.append(observed)
+                    left[request_id] = record  # may well end before the next write
+            elif request_id in written_open:
+                rows.append(record)
             else:
-                known = newest_end.get(observed.tmux_session)
-                if known is None or (known.ended_at or 0.0) <= observed.ended_at:
-                    newest_end[observed.tmux_session] = observed
+                known = newest_end.get(record.tmux_session)
+                if known is None or (known.ended_at or 0.0) <= record.ended_at:
+                    newest_end[record.tmux_session] = record
         rows += newest_end.values()
         self._pending = left
         return rows
@@ -229,11 +211,9 @@ class ExecutionRecorder:
             self._urgent.clear()
             noted = self._noted
             taken = self._take(self.clock(), everything)
-            # Read here, in the loop: the observer changes these objects in the loop only.
-            records = [observed.record(self.process) for observed in taken]
             try:
                 await asyncio.to_thread(
-                    self.rows.write, records, process=self.process, now=self.clock()
+                    self.rows.write, taken, process=self.process, now=self.clock()
                 )
             except Exception as exc:  # the database away, or a bug: retry, never give up
                 self._restore(taken)
@@ -242,6 +222,10 @@ class ExecutionRecorder:
                 await asyncio.sleep(backoff.next())
                 self._changed.set()
                 continue
+            # An ended request written is done with: nothing of it is written again.
+            self._written_open.difference_update(
+                record.request_id for record in taken if record.ended_at is not None
+            )
             if backoff.failures:
                 logger.info(WRITING_AGAIN)
                 backoff.reset()
@@ -252,20 +236,21 @@ class ExecutionRecorder:
                     self._written = noted
                     self._progress.notify_all()
 
-    def _restore(self, taken: list[Observed]) -> None:
+    def _restore(self, taken: list[RequestRecord]) -> None:
         """Put a failed write back, within bounds; a request that changed meanwhile is
-        pending already, as the same object."""
-        for observed in taken:
-            self._pending.setdefault(observed.request_id, observed)
+        pending already, as its newer record."""
+        for record in taken:
+            self._pending.setdefault(record.request_id, record)
         excess = len(self._pending) - self.max_pending
         if excess <= 0:
             return
         ended = sorted(
-            (observed for observed in self._pending.values() if observed.ended_at is not None),
-            key=lambda observed: observed.ended_at or 0.0,
+            (record for record in self._pending.values() if record.ended_at is not None),
+            key=lambda record: record.ended_at or 0.0,
         )
-        for observed in ended[:excess]:
-            del self._pending[observed.request_id]
+        for record in ended[:excess]:
+            del self._pending[record.request_id]
+            self._written_open.discard(record.request_id)
         if not self._dropped:
             logger.warning(DROPPED, min(excess, len(ended)))
         self._dropped += min(excess, len(ended))

@@ -70,7 +70,8 @@ class Timings:
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
-    """One observed request, as its process last wrote it."""
+    """One observed request: as its process's recorder last noted it (each change makes a new
+    record), and as that process last wrote it."""
 
     request_id: str
     tmux_session: str
