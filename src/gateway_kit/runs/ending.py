@@ -63,7 +63,8 @@ class Facts:
     :param cancelled: a cancel of the run was asked for.
     :param vetoes: the finish guards' vetoes of a `Finished` attempt.
     :param follow_ups: the follow-up turns the run has had.
-    :param max_follow_ups: the follow-up turns a run may have (`LifecycleSettings`).
+    :param max_follow_ups: the follow-up turns a run may have (`LifecycleSettings`; none
+        unless given).
     :param can_follow_up: whether a follow-up turn can be asked for at all (an app's run
         without a `follow_up` cannot).
     :param error_class: `classify_error`'s class of a `Failed` attempt's error.
