@@ -56,6 +56,7 @@ decisions = sa.Table(
     sa.Column("repeats", sa.Integer, nullable=False, server_default="1"),
 )
 
+
 def nth_newest_of_session(column: sa.Column[Any], n: int) -> Any:
     """`column` of a session's (``:tmux_session``) `n`-th newest row by it, as a scalar
     subquery: NULL while the session has fewer rows. The rows older than it are the ones to
