@@ -26,9 +26,15 @@ class FakeLog:
         self.events = [FakeEvent(seq) for seq in range(1, last + 1)]
 
     async def aread(
-        self, *, after: int, stream: str, limit: int, max_bytes: int | None = None
+        self,
+        after: int,
+        stream: str | None,
+        limit: int,
+        *,
+        run_id: str | None = None,
+        max_bytes: int | None = None,
     ) -> list[FakeEvent]:
-        assert max_bytes is None  # the feeds are made without a cap here
+        assert run_id is None and max_bytes is None  # a stream's events, read without a cap
         return [e for e in self.events if e.seq > after][:limit]
 
 

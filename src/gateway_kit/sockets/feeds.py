@@ -6,7 +6,8 @@ once: python-socketio encodes the message once for every member. A connection th
 replays from the log what it missed and then enters the room, without gap or duplicate:
 
 - it registers a buffer with the feed *before* reading the log, and notes how far the feed
-  has emitted (`last`): the replay reads up to there, everything later lands in the buffer;
+  has emitted (`last`): the replay reads up to there (`replay_pages`, as an SSE response's
+  does), everything later lands in the buffer;
 - once the replay is sent, it sends what the buffer gathered, and enters the room the moment
   the buffer is empty, with no await in between, so that the room's next emit includes it.
 
@@ -42,9 +43,9 @@ from typing import Any
 from ..coordination.tasks import TaskSet
 from ..exceptions import LogClosed
 from ..log import Event, EventLog
-from ..log.pages import may_continue
 from ..streams.cursor import resume_point
 from ..streams.fanout import STOP_OVERFLOW, Hub, Subscription
+from ..streams.replay import replay_pages
 from ..streams.request import Cursor
 from .outbox import Outboxes
 
@@ -294,16 +295,13 @@ class RoomFeeds:
 
     async def _each(self, stream: str, after: int, upto: int, feed: RoomFeed, room: str) -> None:
         """Emit to the room each event of `stream` after `after` up to `upto`, from the log."""
-        while after < upto:
-            page = await self.log.aread(
-                after=after, stream=stream, limit=REPLAY_PAGE, max_bytes=self.max_page_bytes
-            )
-            for event in page:
-                if event.seq <= upto:
+        pages = replay_pages(
+            self.log, after, upto, limit=REPLAY_PAGE, max_bytes=self.max_page_bytes, stream=stream
+        )
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                for event in page:
                     await self._emit(feed, room, event)
-            if not may_continue(page, REPLAY_PAGE, self.max_page_bytes):
-                return
-            after = page[-1].seq
 
     # --- one connection's replay ---------------------------------------------------------
 
@@ -313,25 +311,32 @@ class RoomFeeds:
         """Send `sid` the stream's events after `after` up to `upto`, a page at a time, each
         once its writer has taken what was queued for it; the last seq it has. `gone` is set
         when the connection left or could not be sent to."""
-        while after < upto:
-            # Before each page, not only between pages: a subscribe repeated while the client
-            # reads nothing (each leaving the one before) must not queue a page apiece.
-            if not await self.outboxes.drained(sid, gone):
-                gone.set()
-                return after
-            page = await self.log.aread(
-                after=after, stream=stream, limit=self.page, max_bytes=self.max_page_bytes
-            )
-            for event in page:
-                if gone.is_set():  # it left meanwhile (a newer subscribe, say): each send waits
-                    return after
-                if event.seq > upto:
-                    return upto
-                await self._send_event(sid, event)
-                after = event.seq
-            if not may_continue(page, self.page, self.max_page_bytes):
-                return upto
-        return max(after, upto)
+
+        # Before each page, not only between pages: a subscribe repeated while the client
+        # reads nothing (each leaving the one before) must not queue a page apiece.
+        async def writer_took_all() -> bool:
+            if await self.outboxes.drained(sid, gone):
+                return True
+            gone.set()
+            return False
+
+        pages = replay_pages(
+            self.log,
+            after,
+            upto,
+            limit=self.page,
+            max_bytes=self.max_page_bytes,
+            stream=stream,
+            before_read=writer_took_all,
+        )
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                for event in page:
+                    if gone.is_set():  # it left meanwhile (a newer subscribe, say): sends wait
+                        return after
+                    await self._send_event(sid, event)
+                    after = event.seq
+        return after if gone.is_set() else max(after, upto)
 
     async def _send(self, sid: str, message: dict[str, Any]) -> None:
         # To a connection of this process: no need to go through the message queue.

@@ -17,10 +17,10 @@ one and a quarter ``send_timeout`` after it began. A ping is skipped while a dat
 progress (the client is not idle), a data write waits for a ping being written, and a ping's own
 write has a timeout.
 
-Replay sends each page read from the log in body chunks of `REPLAY_CHUNK_BYTES` (hundreds of
-small frames per write), and reads the next page while the current one is being written. A
-page is capped by the bytes of its events' data too (``max_page_bytes``), so a client costs a
-few pages of memory however large the events are.
+Replay (`replay_pages`) sends each page read from the log in body chunks of
+`REPLAY_CHUNK_BYTES` (hundreds of small frames per write), and reads the next page while the
+current one is being written. A page is capped by the bytes of its events' data too
+(``max_page_bytes``), so a client costs a few pages of memory however large the events are.
 
 A client cut off for not keeping up loses its connection, not only its subscription, and
 resumes by cursor like after any dropped connection. When the fan-out dropped it (its queue
@@ -39,13 +39,13 @@ response" for it). A server that does not show its transport gets that for cut-o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from ..log import Event, EventLog
-from ..log.pages import may_continue
 from ..settings import (
     DEFAULT_MAX_PAGE_BYTES,
     DEFAULT_PING_INTERVAL,
@@ -55,6 +55,7 @@ from ..settings import (
 from ..types import Receive, Send
 from .connection import ClientConnection, client_connection
 from .fanout import STOP_OVERFLOW, Subscription
+from .replay import replay_pages
 from .revocation import STOP_REVOKED
 from .sse import PING, SSE_HEADERS, frame_chunks
 
@@ -184,50 +185,28 @@ class EventStreamResponder:
                 return FINISHED
 
     async def replay(self) -> tuple[int, bool]:
-        """Send the log's events up to the subscription's high-water mark, page by page."""
+        """Send the log's events up to the subscription's high-water mark, page by page; the
+        last seq sent, and whether it ended the run."""
         src = self.source
-        log, page_size, high = src.log, self.options.replay_page, src.sub.high_water
-        max_bytes = self.options.max_page_bytes
         last = src.after
-        page = src.first_page
-        while last < high:
-            if page is None:
-                page = await log.aread(
-                    last, src.stream, page_size, run_id=src.run_id, max_bytes=max_bytes
-                )
-            if page and page[-1].seq > high:
-                page = [e for e in page if e.seq <= high]
-            if not page:
-                break
-            finished = False
-            if src.run_id is not None:
-                for i, event in enumerate(page):
-                    if event.is_terminal:
-                        page, finished = page[: i + 1], True
-                        break
-            more = not finished and page[-1].seq < high and may_continue(page, page_size, max_bytes)
-            upcoming = None
-            # Read ahead after a page full by count: small events, whose read is worth hiding
-            # behind the write. A page cut by bytes is written first: one page held, not two.
-            if more and len(page) >= page_size:
-                next_read = log.aread(
-                    page[-1].seq, src.stream, page_size, run_id=src.run_id, max_bytes=max_bytes
-                )
-                upcoming = asyncio.ensure_future(next_read)
-            try:
+        pages = replay_pages(
+            src.log,
+            src.after,
+            src.sub.high_water,
+            limit=self.options.replay_page,
+            max_bytes=self.options.max_page_bytes,
+            stream=src.stream,
+            run_id=src.run_id,
+            first=src.first_page,
+            read_ahead=True,
+        )
+        async with contextlib.aclosing(pages):
+            async for page in pages:
                 for chunk in frame_chunks(page, REPLAY_CHUNK_BYTES):
                     await self.write(chunk)
-            except BaseException:
-                if upcoming is not None:
-                    upcoming.cancel()
-                    upcoming.add_done_callback(_consume)
-                raise
-            last = page[-1].seq
-            if finished:
-                return last, True
-            if not more:
-                break
-            page = None if upcoming is None else await upcoming
+                last = page[-1].seq
+                if src.run_id is not None and page[-1].is_terminal:
+                    return last, True
         return last, False
 
     async def ping_and_watch_writes(self) -> str:
@@ -264,12 +243,6 @@ class EventStreamResponder:
     async def watch_stop(self) -> str:
         await self.source.sub.stopped.wait()
         return self.source.sub.stop_reason or STOP_OVERFLOW
-
-
-def _consume(future: asyncio.Future[Any]) -> None:
-    """Retrieve an abandoned read's outcome, so its error is not reported as never retrieved."""
-    if not future.cancelled():
-        future.exception()
 
 
 async def race(*coros: Coroutine[Any, Any, str]) -> str:
