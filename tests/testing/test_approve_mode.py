@@ -19,7 +19,7 @@ from gateway_kit.testing import (
     goose_validator,
 )
 from tests.support.docs import PYTHON_BLOCK, section
-from tests.test_docs import PLUGINS_DOC
+from tests.test_docs import TESTING_PLUGINS_DOC
 
 from .frames import FAST_PINGS, Frame, FrameReader, open_events, reply, start_reply
 
@@ -587,9 +587,9 @@ def test_every_approve_mode_event_is_a_goose_message_event() -> None:
 
 
 def test_the_documented_example_works_as_shown() -> None:
-    (module,) = PYTHON_BLOCK.findall(section(PLUGINS_DOC, DOCUMENTED))
+    (module,) = PYTHON_BLOCK.findall(section(TESTING_PLUGINS_DOC, DOCUMENTED))
     namespace: dict[str, Any] = {"__name__": "approve_mode_example"}
-    exec(compile(module, "docs/plugins.md", "exec"), namespace)
+    exec(compile(module, "docs/testing_plugins.md", "exec"), namespace)
     tests = [test for name, test in namespace.items() if name.startswith("test_")]
     assert len(tests) == 1
     for test in tests:

@@ -155,7 +155,9 @@ def test_a_run_of_a_stream_with_no_owner_is_left_out_and_named(
 def test_the_plugins_doc_shows_the_plugins_real_code() -> None:
     source = Path(usage_ledger.__file__).read_text(encoding="utf-8")
     code = source[source.index("from __future__") :]
-    assert code in (Path(__file__).parents[2] / "docs" / "plugins.md").read_text(encoding="utf-8")
+    assert code in (Path(__file__).parents[2] / "docs" / "plugin_hooks.md").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_every_entry_is_listed_page_by_page_in_the_order_billed(
