@@ -155,7 +155,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--samples", type=int, default=150, help="decisions per round")
     args = parser.parse_args()
-    logging.getLogger("gateway_kit.gateway").addFilter(lambda r: r.getMessage() != ANONYMOUS_WARNING)
+    logging.getLogger("gateway_kit.gateway").addFilter(
+        lambda r: r.getMessage() != ANONYMOUS_WARNING
+    )
     print(f"approval delivery: {args.rounds} rounds x {args.samples} decisions; {machine_load()}")
     print("log: a SQLite file per round; goose, the gateway and this client each in a process")
     ratios, floor_ratios, floors = [], [], []

@@ -423,7 +423,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     # Every round's Gateway says allow_anonymous=True on purpose: one warning is enough.
-    logging.getLogger("gateway_kit.gateway").addFilter(lambda r: r.getMessage() != ANONYMOUS_WARNING)
+    logging.getLogger("gateway_kit.gateway").addFilter(
+        lambda r: r.getMessage() != ANONYMOUS_WARNING
+    )
 
     print(f"At the start: {machine_load()}")
     with tempfile.TemporaryDirectory(prefix="gk-bench-", dir=args.dir) as tmp:
