@@ -19,7 +19,7 @@ SMALL_BODY = "4096"  # the stream is read up to here: what both sides read is th
 TAKES_OVER_USAGE = """
 import os
 
-from gateway_kit import EventLog, Gateway
+from gateway_kit import EventLog, Gateway, LegacySurfaces
 from {site} import app
 
 
@@ -28,7 +28,9 @@ def usage():
     return {"requests": 3}
 
 
-gateway = Gateway(app, log=EventLog(os.environ["GATEWAY_KIT_DB"]), legacy_usage_path="/api/usage")
+gateway = Gateway(
+    app, log=EventLog(os.environ["GATEWAY_KIT_DB"]), legacy=LegacySurfaces(usage="/api/usage")
+)
 """
 
 # A Gateway the user serves with nothing switched over.
