@@ -31,7 +31,7 @@ from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
 from gateway_kit.exceptions import DatabaseUnavailable
 from gateway_kit.http.errors import DATABASE_UNAVAILABLE
 from gateway_kit.testing import FakeGoose, Turn
-from gateway_kit.upstream.pump import PumpSettings
+from gateway_kit.upstream.goose.pump import PumpSettings
 from tests.support.postgres import PgServer
 from tests.support.serving import serve_in_thread
 from tests.support.socket_clients import Client

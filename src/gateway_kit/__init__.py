@@ -70,7 +70,7 @@ from .streams import LegacyTaskPoll, StreamRoutes
 from .streams.settings import StreamSettings
 from .streams.task_shape import PolledTask, TaskEvent, TaskPollShape
 from .upstream import GooseUpstream
-from .upstream.pump import PumpSettings
+from .upstream.pump_settings import PumpSettings
 from .usage import UsageRoutes
 from .wrapped import WrappedApp
 

@@ -19,7 +19,7 @@ from gateway_kit import EventLog
 from gateway_kit.cli import main
 from gateway_kit.demo.goose import TOOL_NAME
 from gateway_kit.identity.owners import StreamOwners
-from gateway_kit.upstream.connection import LOST_RUN_ERROR
+from gateway_kit.upstream.goose.connection import LOST_RUN_ERROR
 
 from .commands import (
     EXE,

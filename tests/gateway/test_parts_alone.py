@@ -37,7 +37,7 @@ from gateway_kit.runs.store import RunStore
 from gateway_kit.streams import StreamService
 from gateway_kit.testing import FakeGoose
 from gateway_kit.types import Receive, Scope, Send
-from gateway_kit.upstream.pumps import PumpManager
+from gateway_kit.upstream.goose.pumps import PumpManager
 from tests.support.asgi_driver import Request
 from tests.support.plugins import plugin
 from tests.support.upstream import FAST, GOOSE_URL, until

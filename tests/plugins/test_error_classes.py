@@ -23,10 +23,10 @@ from gateway_kit.runs.tool_overrides import without_tools
 from gateway_kit.runs.upstream_calls import NO_ANSWER
 from gateway_kit.testing import FakeGoose, goose_validator
 from gateway_kit.testing.extensions import DEFAULT_EXTENSIONS, session_tools
-from gateway_kit.upstream.goose_errors import error_from_response
-from gateway_kit.upstream.goose_events import UNREACHABLE_MESSAGE
-from gateway_kit.upstream.pump import UNREACHABLE_ERROR
-from gateway_kit.upstream.pumps import PUMP_FAILED_ERROR
+from gateway_kit.upstream.goose.errors import error_from_response
+from gateway_kit.upstream.goose.events import UNREACHABLE_MESSAGE
+from gateway_kit.upstream.goose.pump import UNREACHABLE_ERROR
+from gateway_kit.upstream.goose.pumps import PUMP_FAILED_ERROR
 
 RUN = SimpleNamespace(run_id="r1", stream="conv", message="fix the page")
 VIEWER = ["read_image", "zoom"]

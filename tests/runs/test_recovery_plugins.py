@@ -13,8 +13,8 @@ from gateway_kit import Event, GuardVeto, hookimpl
 from gateway_kit.testing import TEXT_ONLY_MODEL_ERROR, FakeGoose, Turn, echo_turn
 from gateway_kit.testing.extensions import session_tools
 from gateway_kit.testing.turns import TINY_PNG_BASE64
-from gateway_kit.upstream.connection import LOST_RUN_ERROR
-from gateway_kit.upstream.pump import UNREACHABLE_ERROR
+from gateway_kit.upstream.goose.connection import LOST_RUN_ERROR
+from gateway_kit.upstream.goose.pump import UNREACHABLE_ERROR
 from tests.support.runs import (
     bound_session,
     cancel_of,

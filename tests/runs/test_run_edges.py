@@ -20,9 +20,9 @@ from gateway_kit.runs.lifecycle_settings import LifecycleSettings
 from gateway_kit.runs.store import RunStore
 from gateway_kit.testing import FakeGoose, Turn
 from gateway_kit.upstream.appends import FrameAppender
-from gateway_kit.upstream.goose_frames import UpstreamFrame
-from gateway_kit.upstream.pump import PumpSettings
-from gateway_kit.upstream.translator import is_duplicate
+from gateway_kit.upstream.frames import UpstreamFrame
+from gateway_kit.upstream.goose.pump import PumpSettings
+from gateway_kit.upstream.goose.translator import is_duplicate
 from tests.runs.plugins import Ledger, Recoveries, VetoOnce
 from tests.support.postgres import PG_URL
 from tests.support.runs import (

@@ -20,8 +20,8 @@ from gateway_kit.runs.service import RunService
 from gateway_kit.runs.store import RunStore
 from gateway_kit.testing import FakeGoose
 from gateway_kit.upstream import GooseUpstream
-from gateway_kit.upstream.pump import PumpSettings
-from gateway_kit.upstream.pumps import PumpManager
+from gateway_kit.upstream.goose.pump import PumpSettings
+from gateway_kit.upstream.goose.pumps import PumpManager
 from tests.support.waiting import until
 
 GOOSE_URL = "http://goose.test"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream
-from gateway_kit.upstream.pump import PumpSettings
+from gateway_kit.upstream.goose.pump import PumpSettings
 from tests.support.processes import serve_app
 
 TAKEOVER = PumpSettings(lease_ttl=1.5, lost_run_grace=3.0, reconnect_delay=0.05, scan_interval=0.3)

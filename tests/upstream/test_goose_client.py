@@ -25,7 +25,7 @@ from gateway_kit.exceptions import (
 )
 from gateway_kit.testing import goose_openapi
 from gateway_kit.upstream import GooseUpstream, UpstreamFrame, user_message
-from gateway_kit.upstream.goose_frames import parse_frame
+from gateway_kit.upstream.frames import parse_frame
 
 BASE = "http://goose.test"
 SECRET = "s3cret"

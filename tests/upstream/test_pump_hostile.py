@@ -15,7 +15,7 @@ from gateway_kit.testing.bus import parse_last_event_id
 from gateway_kit.testing.event_stream import SSE_HEADERS
 from gateway_kit.testing.records import EventsCall
 from gateway_kit.types import Receive, Send
-from gateway_kit.upstream.pump import PumpSettings
+from gateway_kit.upstream.goose.pump import PumpSettings
 from tests.support.upstream import STREAM, harness, types
 
 LIVE_WAIT = 0.3

@@ -8,8 +8,8 @@ from collections import Counter
 from gateway_kit import Event
 from gateway_kit.runs.model import RunStatus
 from gateway_kit.testing import Turn
-from gateway_kit.upstream.connection import LOST_RUN_ERROR
-from gateway_kit.upstream.translator import goose_id_at
+from gateway_kit.upstream.goose.connection import LOST_RUN_ERROR
+from gateway_kit.upstream.goose.translator import goose_id_at
 from tests.support.upstream import STREAM, goose_ids, harness, types
 
 

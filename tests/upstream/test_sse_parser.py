@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_kit.upstream import GooseUpstream
-from gateway_kit.upstream.sse_parser import SSEEvent, SSEParser
+from gateway_kit.upstream.goose.sse_parser import SSEEvent, SSEParser
 
 
 def parse(*chunks: bytes) -> list[SSEEvent]:

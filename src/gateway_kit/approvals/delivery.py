@@ -25,7 +25,7 @@ import time
 
 from ..coordination.tasks import TaskSet
 from ..exceptions import DatabaseUnavailable, LogClosed, UpstreamError
-from ..upstream.goose import GooseUpstream
+from ..upstream.adapter import ApprovalAnswers
 from .model import Approval, Kind
 from .rules import sending
 from .service import ApprovalService
@@ -53,7 +53,7 @@ def elicitation_answer(approval: Approval) -> dict[str, object]:
 
 
 class ApprovalDelivery:
-    def __init__(self, service: ApprovalService, upstream: GooseUpstream) -> None:
+    def __init__(self, service: ApprovalService, upstream: ApprovalAnswers) -> None:
         self.service = service
         self.store = service.store
         self.upstream = upstream

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from ..bindings.goose_sessions import SessionBinding
 from ..log import Event
 from ..runs.model import Run
-from ..upstream.goose_frames import UpstreamFrame
+from ..upstream.frames import UpstreamFrame
 from .goose_actions import (
     ACTION_REQUIRED,
     MESSAGE,

@@ -6,7 +6,7 @@ events with a line matching one of its patterns, and holds at most `max_event_by
 body: the unfinished line plus the data lines of the event being read. A line that would
 pass that bound is dropped up to its end and the event it belongs to is ignored.
 
-The pump's `gateway_kit.upstream.sse_parser` is not reused: it decodes every byte to text,
+The pump's `gateway_kit.upstream.goose.sse_parser` is not reused: it decodes every byte to text,
 builds every event, and holds a line or an event of any length, which suits a client that
 wants every event of a trusted upstream, not an observer of any response at full speed.
 Here a whole chunk with no match is skipped at C speed (a regex search per pattern, one

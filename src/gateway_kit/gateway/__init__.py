@@ -20,8 +20,8 @@ from ..log import EventLog
 from ..settings import DEFAULT_APPROVAL_EXPIRY, DEFAULT_PREFIX, check_seconds, normalize_path
 from ..sockets.server import SOCKETIO_PATH
 from ..types import ASGIApp, Receive, Scope, Send
-from ..upstream.goose import GooseUpstream
 from ..wrapped import is_wsgi
+from .adapters import AnyUpstream
 from .deprecated import DeprecatedKeywords, check_known, legacy_from, settings_from, warn
 from .legacy import LegacySurfaces
 from .parts import BUILT_IN_PARTS, Part, PartFactory, build_parts
@@ -96,7 +96,7 @@ class Gateway:
         app: object | None = None,
         *,
         log: EventLog,
-        upstream: GooseUpstream | None = None,
+        upstream: AnyUpstream | None = None,
         plugins: Sequence[object] = (),
         settings: GatewaySettings | None = None,
         prefix: str = DEFAULT_PREFIX,

@@ -18,7 +18,7 @@ from ..exceptions import SettingsError
 from ..execution.settings import ExecutionSettings
 from ..runs.lifecycle_settings import LifecycleSettings
 from ..settings import DEFAULT_APPROVAL_EXPIRY
-from ..upstream.pump import PumpSettings
+from ..upstream.pump_settings import PumpSettings
 from .legacy import LegacySurfaces
 from .settings import GatewaySettings
 

@@ -38,14 +38,15 @@ from ..identity.logins import EndedLogins
 from ..identity.tickets import SocketTickets
 from ..log import EventLog
 from ..runs.lifecycle import RunLifecycle
+from ..runs.ports import Pumps, Upstream
 from ..runs.service import RunService
 from ..runs.store import RunStore
 from ..sockets import SocketServer
 from ..streams import StreamOptions, StreamService
 from ..types import ASGIApp
-from ..upstream.goose import GooseUpstream
-from ..upstream.pumps import PumpManager
+from ..upstream.adapter import PumpParts, UpstreamAdapter
 from ..wrapped import WrappedApp
+from .adapters import AnyUpstream, adapter_of
 from .legacy import LegacySurfaces
 from .settings import GatewaySettings
 
@@ -65,14 +66,14 @@ class RunParts:
 
     store: RunStore
     lifecycle: RunLifecycle
-    pumps: PumpManager
+    pumps: Pumps
     service: RunService
-    upstream: GooseUpstream
+    upstream: Upstream  # the adapter's port: what runs talk to
 
 
 @dataclass(slots=True)
 class ApprovalParts:
-    """What approvals are made of; only with an upstream, whose pumps see goose ask."""
+    """What approvals are made of; only with an upstream, whose pumps see the agent ask."""
 
     service: ApprovalService
     delivery: ApprovalDelivery
@@ -150,12 +151,13 @@ def cookie_logins(plugins: Plugins) -> CookieLogins | None:
 
 def build_runs(
     log: EventLog,
-    upstream: GooseUpstream,
+    adapter: UpstreamAdapter,
     plugins: Plugins,
     settings: GatewaySettings,
     approvals: ApprovalService | None = None,
 ) -> RunParts:
     store = RunStore(log)
+    upstream = adapter.port
     lifecycle = RunLifecycle(
         log=log,
         store=store,
@@ -164,13 +166,14 @@ def build_runs(
         settings=settings.lifecycle,
         working_dir=settings.runs.working_dir,
     )
-    pumps = PumpManager(
-        log=log,
-        store=store,
-        upstream=upstream,
-        settings=settings.pumps,
-        lifecycle=lifecycle,
-        watcher=None if approvals is None else ApprovalWatch(approvals),
+    pumps = adapter.pumps(
+        PumpParts(
+            log=log,
+            store=store,
+            lifecycle=lifecycle,
+            settings=settings.pumps,
+            watcher=None if approvals is None else ApprovalWatch(approvals),
+        )
     )
     service = RunService(
         log=log,
@@ -187,7 +190,7 @@ def build_services(
     app: object | None,
     *,
     log: EventLog,
-    upstream: GooseUpstream | None,
+    upstream: AnyUpstream | None,
     plugins: Plugins,
     settings: GatewaySettings,
     prefix: str,
@@ -227,10 +230,12 @@ def build_services(
     )
     runs = approvals = None
     if upstream is not None:
+        # The adapter of the upstream given: its port, its pumps, its approval answers.
+        adapter = adapter_of(upstream)
         approvals = build_approvals(
-            log, upstream, dataclasses.replace(settings.approvals, expiry=approval_expiry)
+            log, adapter, dataclasses.replace(settings.approvals, expiry=approval_expiry)
         )
-        runs = build_runs(log, upstream, plugins, settings, approvals.service)
+        runs = build_runs(log, adapter, plugins, settings, approvals.service)
     # Read once: the identity stage and the Socket.IO server share the cookie resolver's.
     logins = cookie_logins(plugins)
     sockets = None
@@ -289,10 +294,10 @@ def build_services(
 
 
 def build_approvals(
-    log: EventLog, upstream: GooseUpstream, settings: ApprovalSettings
+    log: EventLog, adapter: UpstreamAdapter, settings: ApprovalSettings
 ) -> ApprovalParts:
     service = ApprovalService(ApprovalStore(log), settings)
-    return ApprovalParts(service, ApprovalDelivery(service, upstream))
+    return ApprovalParts(service, ApprovalDelivery(service, adapter.answers))
 
 
 def build_execution(

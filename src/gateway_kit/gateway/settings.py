@@ -25,7 +25,7 @@ from ..runs.settings import RunSettings
 from ..settings import DEFAULT_APPROVAL_EXPIRY
 from ..sockets.settings import SocketSettings
 from ..streams.settings import StreamSettings
-from ..upstream.pump import PumpSettings
+from ..upstream.pump_settings import PumpSettings
 
 NOT_OPTIONS = "GatewaySettings.{name} must be a {kind}, got {value!r}"
 EXPIRY_HERE = (

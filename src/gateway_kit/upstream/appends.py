@@ -22,7 +22,7 @@ from ..log import Event, EventLog
 from ..runs.events import PAYLOAD_DROPPED, UPSTREAM_ERROR, UPSTREAM_FINISH
 from ..runs.model import Run
 from ..runs.store import RunStore
-from .goose_frames import GOOSE_ERROR, GOOSE_FINISH, UpstreamFrame
+from .frames import GOOSE_ERROR, GOOSE_FINISH, UpstreamFrame
 
 MESSAGE_FIELDS = ("chat_request_id", "request_id", "message_id")
 DIGEST = "sha256"

@@ -9,7 +9,7 @@ from typing import Protocol
 from ..bindings.goose_sessions import SessionBinding
 from ..log import Event
 from ..runs.model import Run
-from .goose_frames import UpstreamFrame
+from .frames import UpstreamFrame
 
 
 class PumpWatcher(Protocol):

@@ -21,16 +21,16 @@ import logging
 import time
 from typing import Protocol
 
-from ..bindings.goose_sessions import SessionBinding
-from ..exceptions import UpstreamError
-from ..log import Event, EventLog
-from ..runs.lifecycle import RunLifecycle
-from ..runs.model import Run
-from ..runs.store import RunStore
-from .appends import FrameAppender
-from .goose import GooseUpstream
-from .goose_events import GooseEventStream
-from .goose_frames import ACTIVE_REQUESTS_TYPE, GOOSE_ERROR, GOOSE_FINISH, UpstreamFrame
+from ...bindings.goose_sessions import SessionBinding
+from ...exceptions import UpstreamError
+from ...log import Event, EventLog
+from ...runs.lifecycle import RunLifecycle
+from ...runs.model import Run
+from ...runs.store import RunStore
+from ..appends import FrameAppender
+from ..frames import ACTIVE_REQUESTS_TYPE, GOOSE_ERROR, GOOSE_FINISH, UpstreamFrame
+from .client import GooseUpstream
+from .events import GooseEventStream
 from .prefetch import ReadAhead
 from .translator import is_duplicate
 

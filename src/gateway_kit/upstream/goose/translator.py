@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bindings.goose_sessions import SessionBinding
-from ..log import Event, EventLog
-from ..runs.model import Run
-from .appends import same_event
+from ...bindings.goose_sessions import SessionBinding
+from ...log import Event, EventLog
+from ...runs.model import Run
+from ..appends import same_event
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,9 @@ import httpx
 
 from gateway_kit.exceptions import UpstreamError, UpstreamUnavailable
 from gateway_kit.types import JSONObject
-from gateway_kit.upstream.goose_errors import error_from_response
-from gateway_kit.upstream.goose_events import UNREACHABLE_MESSAGE, GooseEventStream
+
+from .errors import error_from_response
+from .events import UNREACHABLE_MESSAGE, GooseEventStream
 
 DEFAULT_BASE_URL = "http://127.0.0.1:3000"
 # Starting or resuming a session loads the model and its extensions, which can take a while.

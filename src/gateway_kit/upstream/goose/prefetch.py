@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from .goose_frames import UpstreamFrame
+from ..frames import UpstreamFrame
 
 # Reads parsed ahead at most; beyond it the reader waits for the pump. A read brings at most
 # what one network read returned (64 KiB from httpcore), so this bounds the memory held.

@@ -16,9 +16,10 @@ from types import TracebackType
 import httpx
 
 from gateway_kit.exceptions import UpstreamError, UpstreamTooFarBehind, UpstreamUnavailable
-from gateway_kit.upstream.goose_errors import error_from_response
-from gateway_kit.upstream.goose_frames import UpstreamFrame, parse_frame
-from gateway_kit.upstream.sse_parser import SSEParser
+
+from ..frames import UpstreamFrame, parse_frame
+from .errors import error_from_response
+from .sse_parser import SSEParser
 
 EVENT_STREAM_CONTENT_TYPE = "text/event-stream"
 NOT_ENTERED_MESSAGE = "open the goose event stream with `async with` before iterating it"

@@ -19,17 +19,18 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
-from ..coordination.leases import Lease
-from ..coordination.periodic import Periodic
-from ..coordination.tasks import TaskSet
-from ..exceptions import DatabaseUnavailable
-from ..log import EventLog
-from ..log.reconnect import Backoff
-from ..runs.lifecycle import RunLifecycle
-from ..runs.store import RunStore
-from .goose import GooseUpstream
-from .pump import PumpSettings, SessionPump
-from .watchers import PumpWatcher
+from ...coordination.leases import Lease
+from ...coordination.periodic import Periodic
+from ...coordination.tasks import TaskSet
+from ...exceptions import DatabaseUnavailable
+from ...log import EventLog
+from ...log.reconnect import Backoff
+from ...runs.lifecycle import RunLifecycle
+from ...runs.store import RunStore
+from ..pump_settings import PumpSettings
+from ..watchers import PumpWatcher
+from .client import GooseUpstream
+from .pump import SessionPump
 
 logger = logging.getLogger(__name__)
 
