@@ -70,12 +70,14 @@ from .streams import LegacyTaskPoll, StreamRoutes
 from .streams.settings import StreamSettings
 from .streams.task_shape import PolledTask, TaskEvent, TaskPollShape
 from .upstream import GooseUpstream
+from .upstream.acp import AcpUpstream
 from .upstream.pump_settings import PumpSettings
 from .usage import UsageRoutes
 from .wrapped import WrappedApp
 
 __all__ = [
     "ANONYMOUS",
+    "AcpUpstream",
     "AppRunSettings",
     "Approval",
     "ApprovalClosed",

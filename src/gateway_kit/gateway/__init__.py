@@ -57,7 +57,8 @@ class Gateway:
     :param app: the application to wrap: WSGI (a Flask app, mounted through `a2wsgi`) or ASGI;
         None serves only the gateway's own routes.
     :param log: the `EventLog` every stream is read from.
-    :param upstream: the `GooseUpstream` runs go to; without one, starting a run is a 501.
+    :param upstream: the agent runs go to: a `GooseUpstream` (goosed) or an `AcpUpstream` (an
+        agent speaking ACP); without one, starting a run is a 501.
     :param plugins: plugin modules or objects, registered after the installed ones.
     :param settings: every tunable, one options object per part (`GatewaySettings`; each
         setting, its default and meaning: docs/settings.md).

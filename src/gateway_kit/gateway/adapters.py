@@ -10,15 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import SettingsError
+from ..upstream.acp import AcpUpstream
+from ..upstream.acp.adapter import AcpAdapter
 from ..upstream.adapter import UpstreamAdapter
 from ..upstream.goose import GooseUpstream
 from ..upstream.goose.adapter import GooseAdapter
 
-AnyUpstream = GooseUpstream
+AnyUpstream = GooseUpstream | AcpUpstream
 
 # The upstream's class → its adapter's factory.
 ADAPTERS: dict[type[Any], Callable[[Any], UpstreamAdapter]] = {
     GooseUpstream: GooseAdapter,
+    AcpUpstream: AcpAdapter,
 }
 
 UNKNOWN_UPSTREAM = "Gateway(upstream=...) must be one of {kinds}, got {value!r}"

@@ -24,6 +24,7 @@ from __future__ import annotations
 from .asgi_client import asgi_client
 from .bus import TOO_FAR_BEHIND_ERROR
 from .confirmations import DECLINED_RESPONSE, ELICITATION_TIMEOUT_TEXT
+from .fake_acp_agent import AcpScript, FakeAcpAgent, FakeAcpServer
 from .fake_goose import DEFAULT_BASE_URL, FakeGoose
 from .fake_state import DEFAULT_SECRET_KEY
 from .messages import elicitation_response, user_message
@@ -39,9 +40,12 @@ __all__ = [
     "ELICITATION_TIMEOUT_TEXT",
     "TEXT_ONLY_MODEL_ERROR",
     "TOO_FAR_BEHIND_ERROR",
+    "AcpScript",
     "CancelCall",
     "ConfirmationCall",
     "EventsCall",
+    "FakeAcpAgent",
+    "FakeAcpServer",
     "FakeGoose",
     "RecordedRequest",
     "ReplyCall",
