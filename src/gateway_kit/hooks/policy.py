@@ -1,7 +1,8 @@
 """How a hook is called and what an implementation that fails counts as: its `HookPolicy`.
 
 Each hook's policy is declared with its spec (`answers` in `gateway_kit.hooks.hookspecs`), and
-nowhere else: the manager reads it there, and so does the test that holds docs/plugins.md to it.
+nowhere else: the manager reads it there, and so does the test that holds docs/plugin_hooks.md
+to it.
 
 Every hook implementation runs inside `guarded`: an exception, an answer its hook cannot use, or
 (for `timed` hooks) an answer slower than the plugin timeout is logged with the plugin's and the
