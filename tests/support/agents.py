@@ -51,8 +51,10 @@ class Driver:
 
 @asynccontextmanager
 async def gateway_over(
-    kind: str, log_url: str, tmp_path: Path, **options: Any
+    kind: str, log_url: str, tmp_path: Path, *, mode: str | None = None, **options: Any
 ) -> AsyncIterator[Driver]:
+    """A gateway over the `kind` adapter; `mode` is the ACP agent's session mode (the fake
+    asks permission only in ``approve``), `options` go to `Gateway`."""
     if kind == "goose":
         fake = FakeGoose(ping_interval=0.05)
         async with gateway_client(log_url, fake, **options) as (client, gateway, log):
@@ -60,7 +62,11 @@ async def gateway_over(
         return
     command = [sys.executable, "-m", MODULE, "--state-dir", str(tmp_path / "acp-sessions")]
     upstream = AcpUpstream(
-        command=command, cancel_deadline=1.0, restart_delay=0.05, max_restart_delay=0.4
+        command=command,
+        mode=mode,
+        cancel_deadline=1.0,
+        restart_delay=0.05,
+        max_restart_delay=0.4,
     )
     log = EventLog(log_url)
     settings: GatewaySettings | None = options.pop("settings", None)

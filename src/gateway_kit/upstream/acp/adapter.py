@@ -7,21 +7,26 @@ from typing import Any
 from ...exceptions import UpstreamError
 from ...runs.ports import Pumps, Upstream
 from ..adapter import ApprovalAnswers, PumpParts
+from .permissions import deny
 from .runs import AcpRuns
 from .upstream import AcpUpstream
 
-NO_GOOSE_ANSWERS = (
-    "an ACP agent asks permission within its turn and is answered there: it takes no goose "
-    "confirmation or elicitation answer"
-)
+NO_ELICITATIONS = "an ACP agent asks no elicitation of the gateway: it has nothing to answer"
 
 
-class _NoGooseAnswers:
+class _PermissionAnswers:
+    """An approval's answer, given to the permission request its tool call waits on."""
+
+    def __init__(self, runs: AcpRuns) -> None:
+        self.runs = runs
+
     async def reply(self, session_id: str, message: Any) -> object:
-        raise UpstreamError(NO_GOOSE_ANSWERS)
+        raise UpstreamError(NO_ELICITATIONS)
 
     async def confirm_tool_action(self, session_id: str, tool_request_id: str, action: str) -> None:
-        raise UpstreamError(NO_GOOSE_ANSWERS)
+        # A request nobody waits for any more was answered before (a redelivery), or went with
+        # its turn: as goose, which takes any id, nothing is said.
+        self.runs.decide(session_id, tool_request_id, action)
 
 
 class AcpAdapter:
@@ -31,6 +36,9 @@ class AcpAdapter:
     def __init__(self, upstream: AcpUpstream) -> None:
         self.upstream = upstream
         self.runs = AcpRuns(upstream)
+        if upstream.permissions is deny:  # nobody decides otherwise: the approvals do
+            upstream.permissions = self.runs.permission
+        self._answers = _PermissionAnswers(self.runs)
 
     @property
     def port(self) -> Upstream:
@@ -38,8 +46,10 @@ class AcpAdapter:
 
     @property
     def answers(self) -> ApprovalAnswers:
-        return _NoGooseAnswers()
+        return self._answers
 
     def pumps(self, parts: PumpParts) -> Pumps:
-        self.runs.attach(log=parts.log, store=parts.store, lifecycle=parts.lifecycle)
+        self.runs.attach(
+            log=parts.log, store=parts.store, lifecycle=parts.lifecycle, watcher=parts.watcher
+        )
         return self.runs

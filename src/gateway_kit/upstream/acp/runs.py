@@ -15,6 +15,13 @@ turn's first event) to turn that refusal into `SessionBusy`, the gateway's 409, 
 session is. It is sent again for `busy_wait`, after a ``session/cancel`` for the prompt the
 gateway abandoned (one whose agent ignored a cancel past its deadline).
 
+Permission requests become the approvals goose's tool confirmations are: the turn writes the
+request as goose's ``actionRequired`` ``toolConfirmation`` item (its id the tool call's), which
+the approvals' watcher (`gateway_kit.upstream.watchers.PumpWatcher`) sees written and records,
+and the request waits for the approval's answer (`decide`, through `ApprovalAnswers`), which
+selects the agent's option of that kind. The tool call's end (its ``toolResponse``) proves the
+answer arrived. A turn cancelled, or an agent gone, answers or drops the request itself.
+
 Session ids are the gateway's own: ``acp:<the agent's id>``, so that a stream bound to an ACP
 session is never taken for one bound to goose's (goose and ACP agents both number sessions by
 date, and goose hands ids out again after a delete). Before each prompt the session is loaded
@@ -28,6 +35,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,8 +46,16 @@ from ...runs.lifecycle import RunLifecycle
 from ...runs.store import RunStore
 from ..appends import FrameAppender
 from ..frames import UpstreamFrame
+from ..watchers import PumpWatcher
 from .errors import AcpRequestError, AcpSessionBusy
-from .translate import ERROR, FINISH, TranslatedEvent, error_event
+from .permissions import (
+    ALLOW_ALWAYS,
+    ALLOW_ONCE,
+    REJECT_ALWAYS,
+    REJECT_ONCE,
+    PermissionRequest,
+)
+from .translate import ERROR, FINISH, MESSAGE, TranslatedEvent, error_event
 from .turn import AcpTurn
 from .upstream import AcpUpstream
 
@@ -53,6 +69,18 @@ MAX_BATCH = 200  # events written in one transaction at most
 # How long `reply` waits for the agent to refuse the prompt (it does so at once) before it
 # takes the prompt as accepted; the turn's first event ends the wait sooner.
 ACCEPT_WINDOW = 0.5
+# How long a stopping gateway waits for its turns' ends to be written and decided: local
+# writes, not the agent (which is stopped first), so a busy database is what it waits out.
+STOP_WRITE_GRACE = 10.0
+# The action an approval tells the agent (`gateway_kit.approvals.model`) → the option's kind.
+OPTION_OF_ACTION = {
+    "allow_once": ALLOW_ONCE,
+    "always_allow": ALLOW_ALWAYS,
+    "deny_once": REJECT_ONCE,
+    "deny": REJECT_ONCE,
+    "always_deny": REJECT_ALWAYS,
+}
+NO_TURN = "permission asked in session %s outside any turn of the gateway: rejected"
 
 
 def session_key(agent_session_id: str) -> str:
@@ -94,10 +122,20 @@ class AcpRuns:
         self.upstream = upstream
         self._parts: tuple[EventLog, RunStore, RunLifecycle] | None = None
         self._running: dict[str, _Running] = {}
+        self._asked: dict[tuple[str, str], asyncio.Future[str]] = {}
+        self._watcher: PumpWatcher | None = None
         self._tasks = TaskSet()
 
-    def attach(self, *, log: EventLog, store: RunStore, lifecycle: RunLifecycle) -> None:
+    def attach(
+        self,
+        *,
+        log: EventLog,
+        store: RunStore,
+        lifecycle: RunLifecycle,
+        watcher: PumpWatcher | None = None,
+    ) -> None:
         self._parts = (log, store, lifecycle)
+        self._watcher = watcher
 
     def _attached(self) -> tuple[EventLog, RunStore, RunLifecycle]:
         if self._parts is None:
@@ -169,6 +207,34 @@ class AcpRuns:
         await self.stop()
         await self.upstream.aclose()
 
+    # --- permissions, as approvals -------------------------------------------------------
+
+    async def permission(self, request: PermissionRequest) -> str | None:
+        """The `AcpUpstream` permission handler: the request written as an approval asks, and
+        answered with the option the approval's answer selects."""
+        key = session_key(request.session_id)
+        running = self._running.get(key)
+        if running is None:
+            logger.warning(NO_TURN, request.session_id)
+            return REJECT_ONCE
+        asked = (key, request.tool_call_id)
+        answer = self._asked[asked] = asyncio.get_running_loop().create_future()
+        running.events.put_nowait(confirmation(request, running.request_id))
+        try:
+            return OPTION_OF_ACTION.get(await answer)  # an unknown action: cancelled
+        finally:
+            if self._asked.get(asked) is answer:
+                del self._asked[asked]
+
+    def decide(self, session_id: str, tool_call_id: str, action: str) -> bool:
+        """Answer the permission request the tool call waits for; False when none waits (it
+        was answered, cancelled, or its agent is gone): nothing is sent then."""
+        answer = self._asked.get((session_id, tool_call_id))
+        if answer is None or answer.done():
+            return False
+        answer.set_result(action)
+        return True
+
     # --- the pumps port: a turn writes its own events --------------------------------------
 
     def ensure(self, session_id: str) -> None:
@@ -180,11 +246,11 @@ class AcpRuns:
     async def stop(self) -> None:
         """Stop the agent, so that the turns going on end with an `Error` that is written and
         reported (a run is never left active by a gateway that stopped); then stop what is
-        left after `cancel_deadline`."""
+        left after `STOP_WRITE_GRACE`."""
         if self._running:
             await self.upstream.aclose()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._tasks.wait_idle(), self.upstream.cancel_deadline)
+                await asyncio.wait_for(self._tasks.wait_idle(), STOP_WRITE_GRACE)
         await self._tasks.stop()
 
     # --- a turn ------------------------------------------------------------------------------
@@ -248,6 +314,8 @@ class AcpRuns:
                     ended = True
                     break  # a turn has one end: nothing after it is its
             written = await appender.append_all(binding.stream, frames)
+            if self._watcher is not None:
+                await self._watcher.written(binding, frames, written)
             if not ended:
                 continue
             run = await appender.run_for(running.request_id)
@@ -257,3 +325,32 @@ class AcpRuns:
                 await lifecycle.upstream_finished(run, written[-1])
             else:
                 await lifecycle.upstream_errored(run, written[-1])
+
+
+def confirmation(request: PermissionRequest, request_id: str) -> TranslatedEvent:
+    """The permission request as goose's tool confirmation, the raw request kept beside it."""
+    raw: dict[str, Any] = {"toolCall": request.tool_call, "options": request.options}
+    item = {
+        "type": "actionRequired",
+        "data": {
+            "actionType": "toolConfirmation",
+            "id": request.tool_call_id,
+            "toolName": request.tool_name,
+            "arguments": request.arguments,
+            "prompt": request.tool_call.get("title"),
+        },
+    }
+    message = {
+        "id": f"permission_{request.tool_call_id}",
+        "role": "assistant",
+        "created": int(time.time()),
+        "content": [item],
+        "metadata": {"userVisible": True, "agentVisible": True},
+    }
+    data = {
+        "type": MESSAGE,
+        "message": message,
+        "chat_request_id": request_id,
+        "acp": {"requestPermission": raw},
+    }
+    return TranslatedEvent(MESSAGE, data)
