@@ -3,6 +3,7 @@ and decided through the same routes, the agent told by the option of the decisio
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from pathlib import Path
@@ -16,6 +17,7 @@ from tests.support.waiting import until
 
 TOOL = "developer__shell"
 ARGUMENTS = {"command": "rm -rf build/"}
+DECIDERS = 20
 
 
 def asking(result: str = "removed") -> str:
@@ -99,3 +101,32 @@ async def test_a_permission_whose_agent_died_is_voided(log_url: str, tmp_path: P
         await until(voided, 10, failure=lambda: "the approval was not voided")
         late = await decide(agent.client, approval, "approve")
         assert late.status_code in (409, 410), late.text
+
+
+@in_loop
+async def test_twenty_concurrent_deciders_on_two_gateways_one_wins(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # A second gateway on the same database, with an agent of its own: the approval is the
+    # database's, and the gateway whose agent asked is the one that answers it.
+    async with (
+        gateway_over("acp", pg_url, tmp_path, mode="approve") as agent,
+        gateway_over("acp", pg_url, tmp_path / "other", mode="approve") as other,
+    ):
+        run_id = await start_run(agent.client, asking())
+        approval = await pending_approval(agent.client)
+        clients = [agent.client, other.client] * (DECIDERS // 2)
+        decisions = ["approve", "reject"] * (DECIDERS // 2)
+        answers = await asyncio.gather(
+            *(
+                decide(each, approval, decision, reason=f"decider {n}")
+                for n, (each, decision) in enumerate(zip(clients, decisions, strict=True))
+            )
+        )
+        await wait_status(agent.client, run_id, "finished")
+        taken = [a for a in answers if a.status_code == 200]
+        assert len(taken) == 1
+        assert all(a.status_code == 409 for a in answers if a not in taken)
+        won = decisions[answers.index(taken[0])]
+        responses = tool_responses(await run_events(agent, run_id))
+        assert ("removed" in str(responses)) == (won == "approve")
