@@ -47,6 +47,22 @@ def test_a_run_streams_to_sse_and_ends_with_one_finish(
 
 
 @pytest.mark.parametrize("kind", ADAPTERS)
+def test_the_legacy_task_poll_reads_the_run_to_its_one_finish(
+    kind: str, log_url: str, tmp_path: Path
+) -> None:
+    async def main() -> None:
+        async with gateway_over(kind, log_url, tmp_path) as agent:
+            run_id = await start_run(agent.client, agent.says("Hel", "lo"))
+            await wait_status(agent.client, run_id, "finished")
+            poll = (await agent.client.get(f"/api/tasks/{run_id}")).json()
+            types = run_types(poll["events"])
+            assert (poll["status"], types[-1], terminal_count(types)) == ("completed", "Finish", 1)
+            assert texts(poll["events"]) == "Hello"
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", ADAPTERS)
 def test_a_second_run_while_one_is_active_is_a_409(kind: str, log_url: str, tmp_path: Path) -> None:
     async def main() -> None:
         async with gateway_over(kind, log_url, tmp_path) as agent:
