@@ -132,7 +132,7 @@ def test_an_acp_agent_killed_mid_turn_ends_the_run_and_the_next_continues_its_se
             # the gateway, which writes none of it a second time.
             after = await start_run(agent.client, agent.says("back"))
             await wait_status(agent.client, after, "finished")
-            stream = await agent.log.aread(0, "conv", 1000)
+            stream = await agent.log.aread(0, "conv", 1000, settled=False)
             said = [texts([{"type": e.type, "data": e.data}]) for e in stream]
             assert [t for t in said if t] == ["remember me", "half an ans", "back"]
             assert store.binding("conv") == session  # the same ACP session, loaded again
@@ -196,7 +196,7 @@ def test_an_acp_run_going_on_when_the_gateway_stops_ends_with_an_error(
             await agent.gateway.runs.shutdown()  # as the lifespan's shutdown does
             run = agent.gateway.runs.store.get(run_id)
             assert run is not None and run.status.value == "failed"
-            ended = await agent.log.aread(0, "conv", 1000, run_id=run_id)
+            ended = await agent.log.aread(0, "conv", 1000, run_id=run_id, settled=False)
             assert [e.type for e in ended if e.type in ("Finish", "Error")] == ["Error"]
 
     asyncio.run(main())

@@ -7,8 +7,9 @@ from typing import Any
 from ...exceptions import UpstreamError
 from ...runs.ports import Pumps, Upstream
 from ..adapter import ApprovalAnswers, PumpParts
+from .keeping import RunKeeping
 from .permissions import deny
-from .runs import AcpRuns
+from .runs import AcpRuns, is_acp_session
 from .upstream import AcpUpstream
 
 NO_ELICITATIONS = "an ACP agent asks no elicitation of the gateway: it has nothing to answer"
@@ -49,7 +50,19 @@ class AcpAdapter:
         return self._answers
 
     def pumps(self, parts: PumpParts) -> Pumps:
+        keeping = RunKeeping(
+            log=parts.log,
+            store=parts.store,
+            lifecycle=parts.lifecycle,
+            is_ours=is_acp_session,
+            ttl=parts.settings.lease_ttl,
+            scan_interval=parts.settings.scan_interval,
+        )
         self.runs.attach(
-            log=parts.log, store=parts.store, lifecycle=parts.lifecycle, watcher=parts.watcher
+            log=parts.log,
+            store=parts.store,
+            lifecycle=parts.lifecycle,
+            watcher=parts.watcher,
+            keeping=keeping,
         )
         return self.runs

@@ -48,6 +48,7 @@ from ..appends import FrameAppender
 from ..frames import UpstreamFrame
 from ..watchers import PumpWatcher
 from .errors import AcpRequestError, AcpSessionBusy
+from .keeping import RunKeeping
 from .permissions import (
     ALLOW_ALWAYS,
     ALLOW_ONCE,
@@ -88,6 +89,10 @@ def session_key(agent_session_id: str) -> str:
     return f"{SESSION_PREFIX}{agent_session_id}"
 
 
+def is_acp_session(session_key: str) -> bool:
+    return session_key.startswith(SESSION_PREFIX)
+
+
 def agent_session(session_key: str) -> str:
     """The agent's id of the gateway's session."""
     if not session_key.startswith(SESSION_PREFIX):
@@ -124,6 +129,7 @@ class AcpRuns:
         self._running: dict[str, _Running] = {}
         self._asked: dict[tuple[str, str], asyncio.Future[str]] = {}
         self._watcher: PumpWatcher | None = None
+        self._keeping: RunKeeping | None = None
         self._tasks = TaskSet()
 
     def attach(
@@ -133,9 +139,11 @@ class AcpRuns:
         store: RunStore,
         lifecycle: RunLifecycle,
         watcher: PumpWatcher | None = None,
+        keeping: RunKeeping | None = None,
     ) -> None:
         self._parts = (log, store, lifecycle)
         self._watcher = watcher
+        self._keeping = keeping
 
     def _attached(self) -> tuple[EventLog, RunStore, RunLifecycle]:
         if self._parts is None:
@@ -190,6 +198,8 @@ class AcpRuns:
         self._tasks.start(
             self._write(session_id, running, log, store, lifecycle), name="gateway-kit-acp-write"
         )
+        if self._keeping is not None:
+            await self._keeping.keep(request_id)
         return None
 
     async def cancel(self, session_id: str, request_id: str) -> None:
@@ -241,7 +251,9 @@ class AcpRuns:
         """Nothing to do: the turn started by `reply` writes the session's events."""
 
     async def start(self) -> None:
-        pass
+        """Start looking for runs whose process died mid-turn (`RunKeeping`)."""
+        if self._keeping is not None:
+            await self._keeping.start()
 
     async def stop(self) -> None:
         """Stop the agent, so that the turns going on end with an `Error` that is written and
@@ -252,6 +264,8 @@ class AcpRuns:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._tasks.wait_idle(), STOP_WRITE_GRACE)
         await self._tasks.stop()
+        if self._keeping is not None:
+            await self._keeping.stop()
 
     # --- a turn ------------------------------------------------------------------------------
 
