@@ -24,9 +24,10 @@ from tests.support.processes import serve_app
 from tests.support.upstream_process import TAKEOVER
 
 DIE = "--die"
-# A killed process's claim runs out after a second; survivors look for due bills 10 times that.
+# A killed process's claim runs out after three seconds (long enough for a loaded machine's
+# process to reach its own delivery first); survivors look for due bills every 0.1 s.
 QUICK_BILLING = BillingSettings(
-    claim_ttl=1.0, retry_delay=0.2, max_retry_delay=1.0, scan_interval=0.1, timeout=5.0
+    claim_ttl=3.0, retry_delay=0.2, max_retry_delay=1.0, scan_interval=0.1, timeout=5.0
 )
 
 METADATA = sa.MetaData()
