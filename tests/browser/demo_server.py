@@ -7,11 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 from playwright.sync_api import Page
+
+from tests.support.waiting import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -60,16 +61,19 @@ class Server:
         command += ["gateway_kit.demo.gateway:app", "--db", self.db_url, "--port", str(self.port)]
         with self.output.open("ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, f"the server exited:\n{self.output.read_text()}"
+        process = self.process
+
+        def serving() -> bool:
+            assert process.poll() is None, f"the server exited:\n{self.output.read_text()}"
             try:
-                if httpx.get(f"{self.url}/login").status_code == 200:
-                    return
+                return httpx.get(f"{self.url}/login").status_code == 200
             except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"the server did not start:\n{self.output.read_text()}")
+                return False
+
+        def failure() -> str:
+            return f"the server did not start:\n{self.output.read_text()}"
+
+        wait_until(serving, START_TIMEOUT, failure=failure)
 
     def kill(self) -> int:
         assert self.process is not None

@@ -9,12 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.support.waiting import wait_until
 
 EXE = [sys.executable, "-m", "gateway_kit.cli"]
 START_TIMEOUT = 30.0
@@ -61,14 +62,14 @@ def read_banner(process: subprocess.Popen[str]) -> str:
 
 
 def wait_until_serving(process: subprocess.Popen[str], url: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
+    def serving() -> bool:
         assert process.poll() is None, f"the server exited: {process.communicate()}"
         with contextlib.suppress(httpx.TransportError):
             httpx.get(url, headers={"accept": "application/json"})
-            return
-        time.sleep(0.05)
-    raise AssertionError("the server did not start")
+            return True
+        return False
+
+    wait_until(serving, START_TIMEOUT, failure=lambda: "the server did not start")
 
 
 def legacy_task(client: httpx.Client, base: str, message: str) -> str:

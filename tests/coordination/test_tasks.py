@@ -9,12 +9,16 @@ from gateway_kit.coordination.tasks import TaskSet
 from tests.support.waiting import until
 
 
+async def answer(value: str) -> str:
+    return value
+
+
 def test_a_started_task_is_kept_until_it_ends() -> None:
     async def main() -> None:
         tasks = TaskSet()
         release = asyncio.Event()
         task = tasks.start(release.wait(), name="waiting")
-        other = tasks.start(asyncio.sleep(0, result="done"), name="quick")
+        other = tasks.start(answer("done"), name="quick")
         assert await other == "done"
         await until(lambda: list(tasks) == [task])
         release.set()

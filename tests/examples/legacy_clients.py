@@ -3,7 +3,6 @@ start a task, poll it from `next_offset` until it is done) and a Socket.IO conne
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +10,12 @@ import aiohttp
 import httpx
 import socketio
 
+from tests.support.waiting import until
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flask_legacy"
 CONVERSATION = "conv-legacy"
-MAX_POLLS = 500
-POLL_PAUSE = 0.01
+POLL_TIMEOUT = 10.0
+POLL_PAUSE = 0.01  # a legacy client polls again this long after an answer
 Answer = dict[str, Any]
 
 
@@ -37,16 +38,17 @@ async def start_task(client: httpx.AsyncClient, message: str) -> str:
 async def poll_until_done(client: httpx.AsyncClient, task_id: str) -> list[Answer]:
     """What a legacy client does: poll from `next_offset` until the status is not running."""
     answers: list[Answer] = []
-    offset = 0
-    for _ in range(MAX_POLLS):
+
+    async def done() -> bool:
+        offset = answers[-1]["next_offset"] if answers else 0
         answer = await client.get(f"/api/tasks/{task_id}", params={"from": offset})
         assert answer.status_code == 200, answer.text
         answers.append(answer.json())
-        offset = answers[-1]["next_offset"]
-        if answers[-1]["status"] != "running":
-            return answers
-        await asyncio.sleep(POLL_PAUSE)
-    raise AssertionError(f"task {task_id} still running after {MAX_POLLS} polls")
+        return bool(answers[-1]["status"] != "running")
+
+    failure = f"task {task_id} still running after {POLL_TIMEOUT} s"
+    await until(done, POLL_TIMEOUT, interval=POLL_PAUSE, failure=lambda: failure)
+    return answers
 
 
 def transcript(answers: list[Answer]) -> list[tuple[int, str, dict[str, Any]]]:

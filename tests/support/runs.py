@@ -3,7 +3,6 @@ runs a test starts, waits for and reads through it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +14,7 @@ import respx
 from gateway_kit import EventLog, Gateway, GatewaySettings, GooseUpstream, LegacySurfaces
 from gateway_kit.testing import FakeGoose, Turn
 from tests.support.upstream import GOOSE_URL, fast_pumps
+from tests.support.waiting import until
 
 TASK_POLL = LegacySurfaces(tasks="/api/tasks")
 
@@ -98,12 +98,13 @@ async def wait_status(client: httpx.AsyncClient, run_id: str, status: str) -> di
             return True
         return [e["seq"] for e in await run_end(client, body) or []] == [body["terminal_seq"]]
 
-    deadline = asyncio.get_running_loop().time() + 20
-    while not await reached():
-        if asyncio.get_running_loop().time() > deadline:
-            end = await run_end(client, body)
-            raise AssertionError(f"run {run_id} never became {status}: {body}; its end: {end}")
-        await asyncio.sleep(0.02)
+    try:
+        await until(reached, 20)
+    except AssertionError:
+        end = await run_end(client, body)
+        raise AssertionError(
+            f"run {run_id} never became {status}: {body}; its end: {end}"
+        ) from None
     return body
 
 

@@ -16,11 +16,18 @@ from gateway_kit import Event, EventLog
 T = TypeVar("T")
 
 
-def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:
-    """Until `condition()` is true, checking every 5 ms; fail after `timeout` seconds."""
+def wait_until(
+    condition: Callable[[], object],
+    timeout: float = 10.0,
+    *,
+    failure: Callable[[], str] = lambda: "condition not met in time",
+) -> None:
+    """Until `condition()` is true, checking every 5 ms; fail after `timeout` seconds saying
+    `failure()`."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
+        if time.monotonic() > deadline:
+            raise AssertionError(failure())
         time.sleep(0.005)
 
 
